@@ -1,0 +1,232 @@
+"""One flat settings module. Everything comes from the environment, read by tiny typed helpers
+that fail loudly on bad values.
+
+DATABASE_URL and REDIS_URL name the services. When they are unset, the values that `make run`
+wrote to .kandev/services.env for its embedded services are used, so management commands from
+another terminal reach the same services without set-up.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+STATE_DIR = Path(os.environ.get("KANDEV_STATE_DIR", BASE_DIR / ".kandev"))
+SERVICES_ENV_FILE = STATE_DIR / "services.env"
+
+
+def _services_env() -> dict[str, str]:
+    if not SERVICES_ENV_FILE.exists():
+        return {}
+    values = {}
+    for line in SERVICES_ENV_FILE.read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and not line.startswith("#"):
+            values[key.strip()] = value.strip()
+    return values
+
+
+_EMBEDDED = _services_env()
+
+
+def env_str(name: str, default: str | None = None) -> str:
+    value = os.environ.get(name) or _EMBEDDED.get(name) or default
+    if value is None:
+        raise ImproperlyConfigured(
+            f"{name} is not set. Run `make run` (it starts embedded services) or set {name}."
+        )
+    return value
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}") from None
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict:
+    """postgresql://user:pass@host:port/name, or ?host=/socket/dir for a unix socket."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("postgres", "postgresql"):
+        raise ImproperlyConfigured(f"DATABASE_URL must be a postgresql:// URL, got {parsed.scheme!r}")
+    query = parse_qs(parsed.query)
+    host = query.get("host", [parsed.hostname or ""])[0]
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": host,
+        "PORT": str(parsed.port or ""),
+        "CONN_MAX_AGE": 0,
+        "TEST": {"NAME": env_str("KANDEV_TEST_DB_NAME", "test_kandev")},
+    }
+
+
+def redis_urls(url: str) -> dict[str, str]:
+    """Spell one Redis location for each client: redis-py, Celery's broker, channels-redis."""
+    parsed = urlparse(url)
+    if parsed.scheme == "unix":
+        socket_path = parsed.path
+        db = parse_qs(parsed.query).get("db", ["0"])[0]
+        return {
+            "client": f"unix://{socket_path}?db={db}",
+            "celery": f"redis+socket://{socket_path}?virtual_host={db}",
+            "channels": f"unix://{socket_path}?db={db}",
+        }
+    if parsed.scheme not in ("redis", "rediss"):
+        raise ImproperlyConfigured(f"REDIS_URL must be redis://, rediss:// or unix://, got {url!r}")
+    return {"client": url, "celery": url, "channels": url}
+
+
+DEBUG = env_bool("DEBUG", False)
+# The default only suits a laptop; docker-compose.yml and any real deployment set SECRET_KEY.
+SECRET_KEY = env_str("SECRET_KEY", "kandev-dev-only-insecure-secret-key")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+PORT = env_int("PORT", 8000)
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "sessions_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "kandev_web.urls"
+ASGI_APPLICATION = "kandev_web.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": database_from_url(env_str("DATABASE_URL"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS = redis_urls(env_str("REDIS_URL"))
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            "hosts": [REDIS["channels"]],
+            "prefix": env_str("KANDEV_CHANNEL_PREFIX", "kandev"),
+            "capacity": 1000,
+            "expiry": 30,
+        },
+    }
+}
+
+CELERY_BROKER_URL = REDIS["celery"]
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("KANDEV_TASK_SOFT_TIME_LIMIT", 900)
+CELERY_TASK_TIME_LIMIT = env_int("KANDEV_TASK_TIME_LIMIT", 960)
+CELERY_TASK_DEFAULT_QUEUE = env_str("KANDEV_CELERY_QUEUE", "kandev")
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 60}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "board"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("KANDEV_MAX_BODY_BYTES", 256 * 1024)
+KANDEV_MAX_PROMPT_CHARS = env_int("KANDEV_MAX_PROMPT_CHARS", 32_000)
+KANDEV_MAX_WS_FRAME_BYTES = env_int("KANDEV_MAX_WS_FRAME_BYTES", 16 * 1024)
+
+# Streaming: how often token deltas are flushed to the database and pushed (seconds).
+KANDEV_STREAM_FLUSH_INTERVAL = env_float("KANDEV_STREAM_FLUSH_INTERVAL", 0.1)
+# A reconnect that missed more events than this gets a fresh snapshot instead of a replay.
+KANDEV_REPLAY_LIMIT = env_int("KANDEV_REPLAY_LIMIT", 500)
+
+# The mock provider server that `make run` starts and the demo target points at.
+KANDEV_MOCK_PROVIDER_URL = env_str("KANDEV_MOCK_PROVIDER_URL", "http://127.0.0.1:8765")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.channels.server": {"level": "WARNING"}},
+}

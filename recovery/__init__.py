@@ -1,0 +1,4 @@
+"""Provider-neutral recovery engine.
+
+Plain Python: nothing here imports Django except ``recovery/django/``.
+"""

@@ -1,0 +1,178 @@
+"""The shared vocabulary of failures: what was seen (Evidence) and what it means (Classification).
+
+Every layer speaks these types; the policy derives what to do from ``code`` and ``klass`` alone,
+so there is exactly one place (``CODE_POLICY``) that says which codes are transient.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+EXCERPT_LIMIT_BYTES = 4 * 1024
+
+
+class Source(enum.StrEnum):
+    HTTP = "http"
+    SSE = "sse"
+    ACP_PROMPT = "acp_prompt"
+    ACP_CHUNK = "acp_chunk"
+    STDERR = "stderr"
+    EXIT = "exit"
+
+
+class Phase(enum.StrEnum):
+    CONNECT = "connect"
+    HEADERS = "headers"
+    STREAM = "stream"
+    PROTOCOL = "protocol"
+    AUTH = "auth"
+    TOOL = "tool"
+    CANCELLATION = "cancellation"
+
+
+class Kind(enum.StrEnum):
+    TIMEOUT = "timeout"
+    NETWORK = "network"
+    RATE_LIMIT = "rate_limit"
+    OVERLOAD = "overload"
+    SERVER = "server"
+    AUTH = "auth"
+    PAYMENT = "payment"
+    MALFORMED = "malformed"
+    TRUNCATED = "truncated"
+    INVALID_REQUEST = "invalid_request"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+
+class Exposure(enum.StrEnum):
+    """How far the failed attempt got toward the viewer. Ordered: later members expose more."""
+
+    NONE = "none"
+    METADATA = "metadata"
+    CONTENT = "content"
+    TOOL_CALL = "tool_call"
+
+    @property
+    def is_user_visible(self) -> bool:
+        return self in (Exposure.CONTENT, Exposure.TOOL_CALL)
+
+
+class Code(enum.StrEnum):
+    NETWORK_UNAVAILABLE = "network_unavailable"
+    PROVIDER_UNAVAILABLE = "provider_unavailable"
+    PROVIDER_OVERLOADED = "provider_overloaded"
+    MODEL_CAPACITY = "model_capacity"
+    RATE_LIMITED = "rate_limited"
+    AGENT_TRANSPORT_LOST = "agent_transport_lost"
+    PROVIDER_RESOURCE_EXHAUSTED = "provider_resource_exhausted"
+    AUTH_REQUIRED = "auth_required"
+    MISSING_CREDENTIALS = "missing_credentials"
+    SUBSCRIPTION_REQUIRED = "subscription_required"
+    QUOTA_LIMITED = "quota_limited"
+    MODEL_UNAVAILABLE = "model_unavailable"
+    PROVIDER_NOT_CONFIGURED = "provider_not_configured"
+    INVALID_REQUEST = "invalid_request"
+    MALFORMED_STREAM = "malformed_stream"
+    TRUNCATED_STREAM = "truncated_stream"
+    CANCELLED = "cancelled"
+    UNCLASSIFIED = "unclassified"
+
+
+class Klass(enum.StrEnum):
+    TRANSIENT = "transient"
+    HARD = "hard"
+    UNCLASSIFIED = "unclassified"
+
+
+class Confidence(enum.StrEnum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+@dataclass(frozen=True, slots=True)
+class CodePolicy:
+    klass: Klass
+    fallback_eligible: bool
+    reason: str  # the calm, human sentence a banner or card starts from
+
+
+# The single policy table. Nothing else keeps its own list of "retryable" codes.
+CODE_POLICY: dict[Code, CodePolicy] = {
+    Code.NETWORK_UNAVAILABLE: CodePolicy(Klass.TRANSIENT, True, "Network unavailable"),
+    Code.PROVIDER_UNAVAILABLE: CodePolicy(Klass.TRANSIENT, True, "Provider unavailable"),
+    Code.PROVIDER_OVERLOADED: CodePolicy(Klass.TRANSIENT, True, "Provider overloaded"),
+    Code.MODEL_CAPACITY: CodePolicy(Klass.TRANSIENT, True, "Model at capacity"),
+    Code.RATE_LIMITED: CodePolicy(Klass.TRANSIENT, True, "Rate limited"),
+    Code.AGENT_TRANSPORT_LOST: CodePolicy(Klass.TRANSIENT, True, "Connection to the agent lost"),
+    Code.PROVIDER_RESOURCE_EXHAUSTED: CodePolicy(
+        Klass.TRANSIENT, True, "Provider resources exhausted"
+    ),
+    Code.TRUNCATED_STREAM: CodePolicy(Klass.TRANSIENT, True, "Response was cut short"),
+    Code.AUTH_REQUIRED: CodePolicy(Klass.HARD, False, "Authentication required"),
+    Code.MISSING_CREDENTIALS: CodePolicy(Klass.HARD, False, "Credentials missing"),
+    Code.SUBSCRIPTION_REQUIRED: CodePolicy(Klass.HARD, False, "Subscription required"),
+    Code.QUOTA_LIMITED: CodePolicy(Klass.HARD, False, "Quota or credit exhausted"),
+    Code.MODEL_UNAVAILABLE: CodePolicy(Klass.HARD, True, "Model unavailable"),
+    Code.PROVIDER_NOT_CONFIGURED: CodePolicy(Klass.HARD, False, "Provider not configured"),
+    Code.INVALID_REQUEST: CodePolicy(Klass.HARD, False, "Request rejected"),
+    Code.MALFORMED_STREAM: CodePolicy(Klass.HARD, False, "Provider sent a malformed response"),
+    Code.CANCELLED: CodePolicy(Klass.HARD, False, "Cancelled"),
+    Code.UNCLASSIFIED: CodePolicy(Klass.UNCLASSIFIED, False, "Unexpected provider error"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What an adapter saw of one failure. Decoding only; no judgement here."""
+
+    source: Source
+    excerpt: str = ""  # redacted (diagnostic tier) and bounded to EXCERPT_LIMIT_BYTES
+    phase: Phase | None = None
+    kind: Kind = Kind.UNKNOWN
+    status: int | None = None
+    retry_after_ms: int | None = None
+    provider_code: str | None = None  # e.g. "overloaded_error", "insufficient_quota", "-32603"
+    exposure: Exposure = Exposure.NONE
+    terminal_seen: bool = False
+    provider_id: str | None = None  # "anthropic", "openai", "acp", ... None: provider-neutral
+    model_id: str | None = None
+    generation: int | None = None
+    reset_at_ms: int | None = None  # absolute reset hint (epoch ms) from rate-limit headers
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    code: Code
+    klass: Klass
+    confidence: Confidence
+    rule_id: str | None
+    catalogue_version: str
+    reset_hint_ms: int | None = None
+    fallback_eligible: bool = False
+
+    @property
+    def reason(self) -> str:
+        return CODE_POLICY[self.code].reason
+
+    @property
+    def is_transient(self) -> bool:
+        return self.klass is Klass.TRANSIENT
+
+
+def policy_for(code: Code) -> CodePolicy:
+    return CODE_POLICY[code]
+
+
+class ProviderFailure(Exception):
+    """Raised by adapters and the guard: the call failed, and this is the evidence."""
+
+    def __init__(self, evidence: Evidence, detail: str = "") -> None:
+        super().__init__(evidence, detail)
+        self.evidence = evidence
+        self.detail = detail
+
+    def __str__(self) -> str:  # never includes secrets: the excerpt is already redacted
+        return f"{self.evidence.kind}: {self.detail or self.evidence.excerpt[:200]}"

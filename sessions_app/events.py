@@ -1,0 +1,50 @@
+"""Names and shapes of the durable session events (SessionEvent.type / payload).
+
+Every push to a session's group is one of these, carrying its per-session ``seq``. Viewers apply
+them in seq order to a snapshot; applying all events after a snapshot's ``last_seq`` must yield
+the same state as a fresh snapshot (tests check exactly that).
+
+Payloads:
+  message.created   {"message": MessageDict}
+  message.appended  {"id": int, "offset": int, "text": str}
+                    coalesced token deltas; ``offset`` is the message's text length before the
+                    append, so applying an append twice (or out of order) is detectable.
+  message.updated   {"message": MessageDict}          full replacement (final text, status, flags)
+  message.deleted   {"ids": [int, ...]}                retraction; late viewers converge
+  session.updated   {"state": str, "recovery_actions": [str, ...]}
+  generation.updated {"number": int, "state": str}
+  notice.upserted   {"notice": NoticeDict}             retry banner (visible ladder)
+  notice.deleted    {"ids": [int, ...]}
+
+MessageDict = {"id", "role", "text", "status", "incomplete", "generation" (number or None),
+               "metadata", "created" (ISO 8601)}
+
+Channel-layer group message (what consumers receive):
+  {"type": "session.event", "seq": int, "event": str, "payload": dict}
+"""
+
+MESSAGE_CREATED = "message.created"
+MESSAGE_APPENDED = "message.appended"
+MESSAGE_UPDATED = "message.updated"
+MESSAGE_DELETED = "message.deleted"
+SESSION_UPDATED = "session.updated"
+GENERATION_UPDATED = "generation.updated"
+NOTICE_UPSERTED = "notice.upserted"
+NOTICE_DELETED = "notice.deleted"
+
+ALL = frozenset(
+    {
+        MESSAGE_CREATED,
+        MESSAGE_APPENDED,
+        MESSAGE_UPDATED,
+        MESSAGE_DELETED,
+        SESSION_UPDATED,
+        GENERATION_UPDATED,
+        NOTICE_UPSERTED,
+        NOTICE_DELETED,
+    }
+)
+
+
+def group_name(session_id: int) -> str:
+    return f"session-{session_id}"
