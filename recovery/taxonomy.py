@@ -150,8 +150,9 @@ class Classification:
     confidence: Confidence
     rule_id: str | None
     catalogue_version: str
-    reset_hint_ms: int | None = None
+    reset_hint_ms: int | None = None  # relative: how long after the failure the provider resets
     fallback_eligible: bool = False
+    reset_at_ms: int | None = None  # absolute (epoch ms) reset from rate-limit headers, if any
 
     @property
     def reason(self) -> str:

@@ -1,0 +1,411 @@
+"""The catalogue: one ordered registry of rules. The first rule that matches decides.
+
+Order is priority. Structured metadata (status, provider error type, adapter-observed kind)
+comes first, exact signatures anchored at the start of a line next, broad patterns last; a test
+keeps the registry sorted by tier. Adding a known provider message means adding a rule here and
+fixtures in ``fixtures/``; nothing else branches on provider text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from recovery.catalogue.model import Rule, Tier
+from recovery.catalogue.signatures import is_cursor_exhausted_frame, is_cursor_transport_frame
+from recovery.taxonomy import Code, Confidence, Kind, Phase
+
+S, E, B = Tier.STRUCTURED, Tier.EXACT, Tier.BROAD
+
+# Claude agents print provider failures as "API Error: ..." and ACP wraps them in the JSON-RPC
+# "Internal error: " prefix; nothing else may precede the signature on its line.
+_CLAUDE = r"(?:Internal error: )?API Error: "
+_TRANSPORT_LOST = r"(?:(?:Internal error|Error): )?peer disconnected before response\b"
+
+
+def _line(pattern: str, *, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
+
+
+RULES: tuple[Rule, ...] = (
+    # ---- structured: what the adapter observed about the transport ------------------------
+    Rule(
+        id="evidence.cancelled.v1",
+        code=Code.CANCELLED,
+        tier=S,
+        kinds=frozenset({Kind.CANCELLED}),
+        why_narrow="Only the adapter's own record that we cancelled; never inferred from text.",
+    ),
+    Rule(
+        id="evidence.cancellation_phase.v1",
+        code=Code.CANCELLED,
+        tier=S,
+        phases=frozenset({Phase.CANCELLATION}),
+        why_narrow="A failure raised while cancelling is the cancellation, whatever it says.",
+    ),
+    Rule(
+        id="acp.request_cancelled.32800.v1",
+        code=Code.CANCELLED,
+        tier=S,
+        provider_codes=frozenset({"-32800"}),
+        why_narrow="ACP reserves JSON-RPC -32800 for a cancelled request and nothing else.",
+    ),
+    # ---- structured: provider error types that override their HTTP status ------------------
+    Rule(
+        id="anthropic.credit_balance_too_low.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"invalid_request_error", "billing_error"}),
+        line=_line(r"Your credit balance is too low\b"),
+        needles=("your credit balance is too low",),
+        why_narrow=(
+            "Anthropic reports an empty balance as a 400 invalid_request_error; only that error "
+            "type with this exact opening sentence is money, not a malformed request."
+        ),
+    ),
+    Rule(
+        id="proxy.credentials_refused.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=S,
+        provider_codes=frozenset({"proxy_error"}),
+        line=_line(r"All account credentials were refused by the upstream provider\b"),
+        needles=("credentials were refused",),
+        why_narrow=(
+            "A subscription proxy's proxy_error with this exact sentence: every account was "
+            "refused, whatever gateway status carries it, so it must beat a 5xx status."
+        ),
+    ),
+    Rule(
+        id="openai.insufficient_quota.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"insufficient_quota"}),
+        why_narrow="OpenAI's error code for spent quota; it arrives as a 429 and must beat it.",
+    ),
+    Rule(
+        id="anthropic.billing_error.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"billing_error"}),
+        why_narrow="Anthropic's billing error type, whatever status carries it (402 or 429).",
+    ),
+    Rule(
+        id="anthropic.overloaded_error.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=S,
+        provider_codes=frozenset({"overloaded_error"}),
+        why_narrow=(
+            "The body's error type, so an overload smuggled into an HTTP 200 stream is seen "
+            "even though the status says success."
+        ),
+    ),
+    Rule(
+        id="anthropic.rate_limit_error.v1",
+        code=Code.RATE_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"rate_limit_error", "rate_limit_exceeded"}),
+        why_narrow="Anthropic's and OpenAI's rate-limit error types, in a 429 or in a stream.",
+    ),
+    Rule(
+        id="anthropic.api_error.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=S,
+        provider_codes=frozenset({"api_error", "server_error"}),
+        why_narrow="The providers' internal-error types (Anthropic api_error, OpenAI server_error).",
+    ),
+    Rule(
+        id="anthropic.authentication_error.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=S,
+        provider_codes=frozenset({"authentication_error", "invalid_api_key"}),
+        why_narrow="The providers' own words for a refused key; a key never fixes itself.",
+    ),
+    Rule(
+        id="anthropic.permission_error.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=S,
+        provider_codes=frozenset({"permission_error"}),
+        why_narrow="The key works but may not use this resource: the user must change access.",
+    ),
+    Rule(
+        id="openai.model_not_found.v1",
+        code=Code.MODEL_UNAVAILABLE,
+        tier=S,
+        provider_codes=frozenset({"model_not_found"}),
+        why_narrow="OpenAI names an unknown or withdrawn model with this code; another may work.",
+    ),
+    Rule(
+        id="anthropic.request_too_large.v1",
+        code=Code.INVALID_REQUEST,
+        tier=S,
+        provider_codes=frozenset({"request_too_large", "context_length_exceeded"}),
+        why_narrow="The same request is too large every time it is sent.",
+    ),
+    Rule(
+        id="anthropic.invalid_request_error.v1",
+        code=Code.INVALID_REQUEST,
+        tier=S,
+        provider_codes=frozenset({"invalid_request_error"}),
+        why_narrow="A rejected request stays rejected; placed after the credit-balance rule.",
+    ),
+    Rule(
+        id="acp.auth_required.32000.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=S,
+        provider_codes=frozenset({"-32000"}),
+        why_narrow="ACP reserves JSON-RPC -32000 for 'authentication required'.",
+    ),
+    # ---- structured: HTTP status alone, after the body's error type had its say ------------
+    Rule(
+        id="anthropic.overloaded.529.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=S,
+        statuses=frozenset({529}),
+        why_narrow="529 is Anthropic's overload status; no other meaning is in use.",
+    ),
+    Rule(
+        id="http.too_many_requests.429.v1",
+        code=Code.RATE_LIMITED,
+        tier=S,
+        statuses=frozenset({429}),
+        why_narrow="A 429 whose body named no quota or billing type is a rate limit.",
+    ),
+    Rule(
+        id="http.payment_required.402.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=S,
+        statuses=frozenset({402}),
+        why_narrow="402 means money, which waiting does not bring.",
+    ),
+    Rule(
+        id="http.unauthorized.401.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=S,
+        statuses=frozenset({401, 403}),
+        why_narrow="401 and 403 refuse the caller, not the request's timing.",
+    ),
+    Rule(
+        id="http.too_large.413.v1",
+        code=Code.INVALID_REQUEST,
+        tier=S,
+        statuses=frozenset({413}),
+        why_narrow="413 is the request's size, the same on every attempt.",
+    ),
+    Rule(
+        id="http.bad_request.400.v1",
+        code=Code.INVALID_REQUEST,
+        tier=S,
+        statuses=frozenset({400, 422}),
+        why_narrow="400 and 422 reject the request itself.",
+    ),
+    Rule(
+        id="http.not_found.404.v1",
+        code=Code.PROVIDER_NOT_CONFIGURED,
+        tier=S,
+        statuses=frozenset({404}),
+        why_narrow="A 404 without a model_not_found code is a wrong base URL or path.",
+    ),
+    Rule(
+        id="http.server_error.5xx.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=S,
+        statuses=frozenset({408, 500, 502, 503, 504, 520, 521, 522, 523, 524}),
+        why_narrow=(
+            "Server-side and gateway failures only; 501 and 505 are permanent and stay "
+            "unclassified."
+        ),
+    ),
+    Rule(
+        id="evidence.truncated.v1",
+        code=Code.TRUNCATED_STREAM,
+        tier=S,
+        kinds=frozenset({Kind.TRUNCATED}),
+        why_narrow="The adapter saw the stream end without its terminal event.",
+    ),
+    Rule(
+        id="evidence.malformed.v1",
+        code=Code.MALFORMED_STREAM,
+        tier=S,
+        kinds=frozenset({Kind.MALFORMED}),
+        why_narrow="The adapter could not parse the provider's bytes; resending gets the same.",
+    ),
+    Rule(
+        id="evidence.network.v1",
+        code=Code.NETWORK_UNAVAILABLE,
+        tier=S,
+        kinds=frozenset({Kind.NETWORK}),
+        why_narrow="A socket-level failure the adapter observed (refused, reset, DNS).",
+    ),
+    Rule(
+        id="evidence.timeout.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=S,
+        kinds=frozenset({Kind.TIMEOUT}),
+        why_narrow="The provider accepted the connection but sent nothing in time.",
+    ),
+    # ---- exact signatures, anchored at the start of one line -------------------------------
+    Rule(
+        id="acp.claude.api_error_529.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=E,
+        line=_line(
+            _CLAUDE
+            + r"529 (?:Overloaded\b|\{\"type\":\"error\",\"error\":\{\"type\":\"overloaded_error\")"
+        ),
+        needles=("api error:",),
+        why_narrow="Claude agents' own overload line; prose that quotes it mid-sentence is not it.",
+    ),
+    Rule(
+        id="acp.claude.repeated_529.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=E,
+        line=_line(_CLAUDE + r"Repeated 529 Overloaded errors\b"),
+        needles=("api error:",),
+        why_narrow="The line a Claude agent prints after its own retries; exact wording only.",
+    ),
+    Rule(
+        id="acp.claude.api_error_429.v1",
+        code=Code.RATE_LIMITED,
+        tier=E,
+        line=_line(_CLAUDE + r"429 \{\"type\":\"error\",\"error\":\{\"type\":\"rate_limit_error\""),
+        needles=("api error:",),
+        why_narrow="A Claude agent echoing the provider's 429 body; the error type is required.",
+    ),
+    Rule(
+        id="acp.claude.api_error_5xx.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=E,
+        line=_line(
+            _CLAUDE
+            + r"(?:500 Internal server error|502 Bad Gateway|503 Service Unavailable"
+            + r"|504 Gateway Timeout|500 \{\"type\":\"error\",\"error\":\{\"type\":\"api_error\")"
+        ),
+        needles=("api error:",),
+        why_narrow="Gateway and server failures as a Claude agent reports them; exact reasons.",
+    ),
+    Rule(
+        id="codex.model_at_capacity.v1",
+        code=Code.MODEL_CAPACITY,
+        tier=E,
+        line=_line(r"(?:Error: )?Selected model is at capacity\. Please try a different model\b"),
+        needles=("selected model is at capacity",),
+        why_narrow="The Codex agent's full two-sentence notice; 'at capacity' alone is prose.",
+    ),
+    Rule(
+        id="acp.quota_period_reset.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=E,
+        line=_line(r"(?:Error: )?You have reached your current quota for this period\b"),
+        needles=("current quota for this period",),
+        why_narrow="The agent's period-quota notice; its reset delay is read separately.",
+    ),
+    Rule(
+        id="proxy.credentials_refused.text.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=E,
+        line=_line(r"All account credentials were refused by the upstream provider\b"),
+        needles=("credentials were refused",),
+        why_narrow="The same refusal relayed as text by an agent; anchored at the line start.",
+    ),
+    Rule(
+        id="acp.transport_lost.overloaded.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=E,
+        line=_line(_TRANSPORT_LOST + r".*(?:\b529 Overloaded\b|overloaded_error)"),
+        needles=("peer disconnected before response",),
+        veto_cancellation=True,
+        why_narrow="When one line shows both, the overload is the cause and the drop its effect.",
+    ),
+    Rule(
+        id="acp.transport_lost.v1",
+        code=Code.AGENT_TRANSPORT_LOST,
+        tier=E,
+        line=_line(_TRANSPORT_LOST),
+        needles=("peer disconnected before response",),
+        veto_cancellation=True,
+        why_narrow=(
+            "The SDK's disconnect signature opening a line; cancellation words veto it, and a "
+            "JSON-RPC error carrying it only in data never reaches the line matcher."
+        ),
+    ),
+    Rule(
+        id="cursor.retriable_error.resource_exhausted.v1",
+        code=Code.PROVIDER_RESOURCE_EXHAUSTED,
+        tier=E,
+        line_check=is_cursor_exhausted_frame,
+        needles=("retriableerror:",),
+        veto_cancellation=True,
+        why_narrow="Only the bare '[resource_exhausted] Error'; quota or key suffixes are hard.",
+    ),
+    Rule(
+        id="cursor.retriable_error.v1",
+        code=Code.AGENT_TRANSPORT_LOST,
+        tier=E,
+        line_check=is_cursor_transport_frame,
+        needles=("retriableerror:",),
+        veto_cancellation=True,
+        why_narrow=(
+            "Cursor reuses the RetriableError prefix for hard failures, so only the listed "
+            "suffixes within 256 UTF-8 bytes count, and cancellation words veto."
+        ),
+    ),
+    # ---- broad: a provider token anywhere on a line, or the adapter's coarse judgement -----
+    Rule(
+        id="anthropic.overloaded_error.json_fragment.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        line=_line(r".*\"type\": ?\"overloaded_error\""),
+        needles=("overloaded_error",),
+        why_narrow="The JSON member itself (quoted key and value), as in raw SSE or log lines.",
+    ),
+    Rule(
+        id="evidence.kind.overload.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        kinds=frozenset({Kind.OVERLOAD}),
+        why_narrow="The adapter's judgement, used only when no signature said more.",
+    ),
+    Rule(
+        id="evidence.kind.rate_limit.v1",
+        code=Code.RATE_LIMITED,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        kinds=frozenset({Kind.RATE_LIMIT}),
+        why_narrow="The adapter's judgement, used only when no signature said more.",
+    ),
+    Rule(
+        id="evidence.kind.server.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        kinds=frozenset({Kind.SERVER}),
+        why_narrow="The adapter's judgement, used only when no signature said more.",
+    ),
+    Rule(
+        id="evidence.kind.auth.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        kinds=frozenset({Kind.AUTH}),
+        why_narrow="The adapter's judgement, used only when no signature said more.",
+    ),
+    Rule(
+        id="evidence.kind.payment.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        kinds=frozenset({Kind.PAYMENT}),
+        why_narrow="The adapter's judgement, used only when no signature said more.",
+    ),
+    Rule(
+        id="evidence.kind.invalid_request.v1",
+        code=Code.INVALID_REQUEST,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        kinds=frozenset({Kind.INVALID_REQUEST}),
+        why_narrow="The adapter's judgement, used only when no signature said more.",
+    ),
+)
+
+RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -1,0 +1,273 @@
+"""Classification + exposure + budget -> one Decision. The only place that decides recovery.
+
+The order of questions is the order of safety:
+1. Did anything reach a viewer? Then nothing is replayed: manual.
+2. Is the failure known to be temporary? Unclassified: manual. Hard: manual, unless its code is
+   fallback-eligible (a withdrawn model) and an unvisited fallback remains: fail over.
+3. Are attempts left? If not: manual, saying how many were made.
+4. How long must we wait? The jittered ladder delay, raised to the provider's Retry-After
+   (a floor, capped); for a rate limit whose reset is further away than that, the reset itself.
+5. Does that wait fit in the deadline? Yes: retry (or wait for the reset). No: fail over to an
+   unvisited fallback at once when the code allows it, else manual.
+
+WAIT_FOR_RESET is chosen only for ``rate_limited`` when the provider's own reset time is later
+than the capped retry wait yet still inside the deadline: retrying before a known reset would be
+refused, so we wait exactly until it instead of sleeping on the ladder.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from recovery.budget import Budget
+from recovery.clock import Clock
+from recovery.taxonomy import CODE_POLICY, Classification, Code, Evidence, Klass
+
+
+class Action(enum.StrEnum):
+    RETRY = "retry"
+    FAILOVER = "failover"
+    WAIT_FOR_RESET = "wait_for_reset"
+    MANUAL = "manual"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Action
+    classification: Classification
+    wait_s: float  # 0 for manual and failover
+    retry_at: float | None  # epoch seconds when the next attempt may start
+    target: str | None  # the target to use next (failover: the new one); None for manual
+    attempt: int  # the number of the NEXT attempt (1-based), or the last one for manual
+    max_attempts: int
+    message: str  # honest, plain user-facing sentence
+
+    @property
+    def is_automatic(self) -> bool:
+        return self.action is not Action.MANUAL
+
+
+def decide(
+    *,
+    evidence: Evidence,
+    classification: Classification,
+    budget: Budget,
+    current_target: str,
+    fallbacks: Sequence[str],
+    clock: Clock,
+    rng: random.Random,
+) -> Decision:
+    settings = budget.settings
+    failed_attempt = max(budget.attempts, 1)
+    now = clock.now()
+
+    def manual(message: str) -> Decision:
+        return Decision(
+            action=Action.MANUAL,
+            classification=classification,
+            wait_s=0.0,
+            retry_at=None,
+            target=None,
+            attempt=failed_attempt,
+            max_attempts=settings.max_attempts,
+            message=message,
+        )
+
+    code = classification.code
+    if evidence.exposure.is_user_visible:
+        return manual(post_exposure_message(code))
+    if classification.klass is Klass.UNCLASSIFIED or code is Code.UNCLASSIFIED:
+        return manual(unclassified_message())
+    provider_wait_s = _provider_wait_s(evidence, classification, now=now)
+    if classification.klass is not Klass.TRANSIENT:
+        # A hard failure that names this target (a withdrawn model) may still succeed elsewhere.
+        fallback = _next_fallback(fallbacks, budget.visited_targets)
+        can_move = budget.attempts < settings.max_attempts and budget.remaining_s(clock=clock) > 0
+        if classification.fallback_eligible and fallback is not None and can_move:
+            return _failover(classification, budget, fallback, now=now)
+        return manual(hard_message(code, resets_in_s=provider_wait_s or None))
+    if budget.attempts >= settings.max_attempts:
+        return manual(exhausted_message(code, attempts=budget.attempts))
+
+    ladder_s = _jittered(settings.delay_after_s(failed_attempt), settings.jitter, rng)
+    retry_after_s = _seconds(evidence.retry_after_ms)
+    floor_s = min(retry_after_s, settings.retry_after_cap_s)
+    wait_s = max(ladder_s, floor_s)
+    action = Action.RETRY
+    if code is Code.RATE_LIMITED and provider_wait_s > wait_s:
+        action, wait_s = Action.WAIT_FOR_RESET, provider_wait_s
+
+    remaining_s = budget.remaining_s(clock=clock)
+    # The provider says it will refuse us for longer than we may wait: waiting less is futile.
+    if wait_s > remaining_s or provider_wait_s > remaining_s:
+        fallback = _next_fallback(fallbacks, budget.visited_targets)
+        if classification.fallback_eligible and fallback is not None and remaining_s > 0:
+            return _failover(classification, budget, fallback, now=now)
+        if provider_wait_s > remaining_s:
+            return manual(hard_message(code, resets_in_s=provider_wait_s))
+        return manual(out_of_time_message(code, elapsed_s=budget.elapsed_s(clock=clock)))
+
+    next_attempt = budget.attempts + 1
+    if action is Action.WAIT_FOR_RESET:
+        message = wait_for_reset_message(
+            code, wait_s=wait_s, attempt=next_attempt, max_attempts=settings.max_attempts
+        )
+    else:
+        message = retry_message(
+            code, wait_s=wait_s, attempt=next_attempt, max_attempts=settings.max_attempts
+        )
+    return Decision(
+        action=action,
+        classification=classification,
+        wait_s=wait_s,
+        retry_at=now + wait_s,
+        target=current_target,
+        attempt=next_attempt,
+        max_attempts=settings.max_attempts,
+        message=message,
+    )
+
+
+def _failover(
+    classification: Classification, budget: Budget, target: str, *, now: float
+) -> Decision:
+    # A different target owes nothing to this one's backoff, so the switch is immediate.
+    return Decision(
+        action=Action.FAILOVER,
+        classification=classification,
+        wait_s=0.0,
+        retry_at=now,
+        target=target,
+        attempt=budget.attempts + 1,
+        max_attempts=budget.settings.max_attempts,
+        message=failover_message(classification.code, target=target),
+    )
+
+
+def _jittered(delay_s: float, jitter: float, rng: random.Random) -> float:
+    if jitter <= 0 or delay_s <= 0:
+        return float(delay_s)
+    return delay_s * (1.0 + rng.uniform(-jitter, jitter))
+
+
+def _seconds(milliseconds: int | None) -> float:
+    if milliseconds is None or milliseconds <= 0:
+        return 0.0  # Retry-After: 0 means "no floor", never "wait less than the ladder"
+    return milliseconds / 1000.0
+
+
+def _provider_wait_s(evidence: Evidence, classification: Classification, *, now: float) -> float:
+    """How long the provider says it will keep refusing us (0 when it did not say)."""
+    waits = [
+        _seconds(evidence.retry_after_ms),
+        _seconds(classification.reset_hint_ms),
+    ]
+    reset_at_ms = classification.reset_at_ms or evidence.reset_at_ms
+    if reset_at_ms:
+        waits.append(max(reset_at_ms / 1000.0 - now, 0.0))
+    wait = max(waits)
+    return wait if math.isfinite(wait) else 0.0
+
+
+def _next_fallback(fallbacks: Sequence[str], visited: Sequence[str]) -> str | None:
+    return next((target for target in fallbacks if target not in visited), None)
+
+
+# ---- wording: honest, plain sentences; reasons come from CODE_POLICY ----------------------
+
+_PERSISTED = {
+    Code.PROVIDER_OVERLOADED: "The provider remained overloaded",
+    Code.PROVIDER_UNAVAILABLE: "The provider remained unavailable",
+    Code.NETWORK_UNAVAILABLE: "The network remained unavailable",
+    Code.MODEL_CAPACITY: "The model remained at capacity",
+    Code.RATE_LIMITED: "The provider kept rate-limiting requests",
+    Code.AGENT_TRANSPORT_LOST: "The connection to the agent kept dropping",
+    Code.PROVIDER_RESOURCE_EXHAUSTED: "The provider's resources remained exhausted",
+    Code.TRUNCATED_STREAM: "The provider kept cutting its response short",
+}
+_HARD_ADVICE = {
+    Code.AUTH_REQUIRED: "Check the credentials for this provider, then resume.",
+    Code.MISSING_CREDENTIALS: "Add credentials for this provider, then resume.",
+    Code.SUBSCRIPTION_REQUIRED: "This model needs a subscription the account does not have.",
+    Code.QUOTA_LIMITED: "Add credit or wait for the quota to reset, then resume.",
+    Code.MODEL_UNAVAILABLE: "Choose another model, then resume.",
+    Code.PROVIDER_NOT_CONFIGURED: "Check this provider's settings, then resume.",
+    Code.INVALID_REQUEST: "The provider rejected this request as sent; sending it again would fail the same way.",
+    Code.MALFORMED_STREAM: "Its reply could not be read; resume to try again.",
+}
+_RESETTING = frozenset({Code.QUOTA_LIMITED, Code.RATE_LIMITED})
+
+
+def duration_phrase(seconds: float) -> str:
+    """A short, rounded-up duration: "9 s", "1 min 30 s", "about 3 hours"."""
+    whole = max(math.ceil(seconds), 0)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        minutes, rest = divmod(whole, 60)
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    if whole < 86_400:
+        hours = round(whole / 3600)
+        return "about 1 hour" if hours == 1 else f"about {hours} hours"
+    days = round(whole / 86_400)
+    return "about 1 day" if days == 1 else f"about {days} days"
+
+
+def _reason(code: Code) -> str:
+    return CODE_POLICY[code].reason
+
+
+def retry_message(code: Code, *, wait_s: float, attempt: int, max_attempts: int) -> str:
+    when = "now" if wait_s <= 0 else f"in {duration_phrase(wait_s)}"
+    return f"{_reason(code)}. Retrying {when} (attempt {attempt} of {max_attempts})."
+
+
+def wait_for_reset_message(code: Code, *, wait_s: float, attempt: int, max_attempts: int) -> str:
+    return (
+        f"{_reason(code)}. Waiting {duration_phrase(wait_s)} for the limit to reset "
+        f"(attempt {attempt} of {max_attempts})."
+    )
+
+
+def failover_message(code: Code, *, target: str) -> str:
+    return f"{_reason(code)}. Switching to {target}."
+
+
+def exhausted_message(code: Code, *, attempts: int) -> str:
+    noun = "attempt" if attempts == 1 else "attempts"
+    return f"{_persisted(code)} after {attempts} {noun}."
+
+
+def out_of_time_message(code: Code, *, elapsed_s: float) -> str:
+    return f"{_persisted(code)} for {duration_phrase(elapsed_s)}; automatic retries have stopped."
+
+
+def hard_message(code: Code, *, resets_in_s: float | None) -> str:
+    if code is Code.CANCELLED:
+        return "Cancelled."
+    if code in _RESETTING and resets_in_s:
+        return f"{_reason(code)}. The limit resets in {duration_phrase(resets_in_s)}."
+    advice = _HARD_ADVICE.get(code, "Retrying would not fix this.")
+    return f"{_reason(code)}. {advice}"
+
+
+def post_exposure_message(code: Code) -> str:
+    return (
+        f"{_reason(code)} after part of the answer was shown. The partial answer is kept and "
+        "was not retried automatically; resume or start fresh to continue."
+    )
+
+
+def unclassified_message() -> str:
+    return (
+        "The provider returned an error that is not a known temporary failure, so it was not "
+        "retried automatically."
+    )
+
+
+def _persisted(code: Code) -> str:
+    return _PERSISTED.get(code, f"{_reason(code)} persisted")

@@ -1,0 +1,114 @@
+"""The budget: settings from the environment, attempts and waits, deadline, JSON round trip."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from recovery.budget import Budget, RetrySettings
+from recovery.clock import FakeClock
+
+
+def test_defaults_are_the_interactive_ladder():
+    settings = RetrySettings()
+    assert (settings.delays_s, settings.max_attempts, settings.jitter) == (
+        (5, 10, 20, 40, 60),
+        5,
+        0.2,
+    )
+    assert (settings.deadline_s, settings.retry_after_cap_s) == (150.0, 60.0)
+
+
+def test_settings_are_read_from_the_environment():
+    settings = RetrySettings.from_env(
+        {
+            "KANDEV_RETRY_DELAYS": "1, 2,3.5",
+            "KANDEV_RETRY_MAX_ATTEMPTS": "3",
+            "KANDEV_RETRY_JITTER": "0",
+            "KANDEV_RETRY_DEADLINE": "30",
+        }
+    )
+    assert settings == RetrySettings(delays_s=(1, 2, 3.5), max_attempts=3, jitter=0, deadline_s=30)
+
+
+def test_an_empty_environment_gives_the_defaults():
+    assert RetrySettings.from_env({}) == RetrySettings()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("KANDEV_RETRY_DELAYS", "5,ten"),
+        ("KANDEV_RETRY_DELAYS", "5,-1"),
+        ("KANDEV_RETRY_DELAYS", ""),
+        ("KANDEV_RETRY_MAX_ATTEMPTS", "0"),
+        ("KANDEV_RETRY_MAX_ATTEMPTS", "2.5"),
+        ("KANDEV_RETRY_JITTER", "1.5"),
+        ("KANDEV_RETRY_JITTER", "nan"),
+        ("KANDEV_RETRY_DEADLINE", "-3"),
+        ("KANDEV_RETRY_DEADLINE", "inf"),
+    ],
+)
+def test_a_bad_setting_is_refused_naming_the_variable(name, value):
+    with pytest.raises(ValueError, match=name):
+        RetrySettings.from_env({name: value})
+
+
+def test_the_ladder_delay_after_attempt_k_is_the_kth_delay_and_the_last_repeats():
+    settings = RetrySettings()
+    assert [settings.delay_after_s(k) for k in range(1, 8)] == [5, 10, 20, 40, 60, 60, 60]
+
+
+def test_a_budget_counts_attempts_waits_and_visited_targets():
+    clock = FakeClock()
+    budget = Budget.start(settings=RetrySettings(), clock=clock, target="anthropic/sonnet")
+
+    budget = budget.record_attempt(target="anthropic/sonnet").record_wait(5.5)
+    budget = budget.record_attempt(target="anthropic/sonnet").record_attempt(target="openai/gpt")
+
+    assert budget.attempts == 3
+    assert budget.attempts_left == 2
+    assert budget.waited_s == 5.5
+    assert budget.visited_targets == ("anthropic/sonnet", "openai/gpt")
+
+
+def test_the_deadline_runs_on_the_wall_clock_from_the_start():
+    clock = FakeClock()
+    budget = Budget.start(settings=RetrySettings(deadline_s=150), clock=clock, target="a")
+
+    clock.advance(100)
+    assert budget.remaining_s(clock=clock) == 50
+    clock.advance(80)
+    assert budget.remaining_s(clock=clock) == 0
+
+
+def test_a_budget_survives_a_json_round_trip():
+    clock = FakeClock()
+    budget = (
+        Budget.start(
+            settings=RetrySettings(delays_s=(1, 2), max_attempts=4), clock=clock, target="a"
+        )
+        .record_attempt(target="a")
+        .record_wait(1.25)
+        .record_attempt(target="b")
+    )
+
+    assert Budget.from_dict(json.loads(json.dumps(budget.to_dict()))) == budget
+
+
+def test_a_negative_wait_is_refused():
+    budget = Budget.start(settings=RetrySettings(), clock=FakeClock(), target="a")
+    with pytest.raises(ValueError):
+        budget.record_wait(-1)
+
+
+def test_the_fake_clock_moves_only_when_told_and_never_backwards():
+    clock = FakeClock(start=1000.0)
+    assert (clock.now(), clock.monotonic()) == (1000.0, 0.0)
+    clock.advance(2.5)
+    assert (clock.now(), clock.monotonic()) == (1002.5, 2.5)
+    clock.set(5.0)
+    assert (clock.now(), clock.monotonic()) == (5.0, 2.5)
+    with pytest.raises(ValueError):
+        clock.advance(-1)
