@@ -1,0 +1,307 @@
+"""The guarded stream: the commit fence, the watchdog, and cancellation for one provider call.
+
+Nothing leaves the guard until the attempt commits: message start, pings, block openings and
+usage are held, and the first user-visible event (text, thinking, a complete tool call) releases
+them. Before commit a failure is safe to retry or fail over; after it, the exposure stamped on the
+failure tells the policy that replaying would show the viewer the same output twice.
+
+Timeouts are enforced by a watchdog thread that shuts the attempt's socket down, because a
+thread blocked in recv() cannot be woken any other way; the same path serves cancellation.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from recovery.clock import Clock, SystemClock
+from recovery.events import (
+    ModelCall,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    TurnEnd,
+    Usage,
+)
+from recovery.providers.base import ProviderAdapter, StreamTimeouts, TargetConfig
+from recovery.providers.failures import stamped, wire_failure
+from recovery.providers.transport import AbortScope
+from recovery.taxonomy import Exposure, Kind, Phase, ProviderFailure, Source
+
+_WATCH_SLICE_S = 0.25  # the watchdog re-reads the clock at least this often (FakeClock, jitter)
+_EXPOSURE_RANK = {
+    Exposure.NONE: 0,
+    Exposure.METADATA: 1,
+    Exposure.CONTENT: 2,
+    Exposure.TOOL_CALL: 3,
+}
+
+
+class CancelToken:
+    """A one-way switch shared by a stream, a backoff wait and whoever presses Cancel."""
+
+    __slots__ = ("_callbacks", "_event", "_lock")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            callbacks = list(self._callbacks)
+        for callback in callbacks:
+            callback()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block up to ``timeout`` seconds; True as soon as (or if already) cancelled."""
+        return self._event.wait(timeout)
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` on cancel (at once if already cancelled); returns an unsubscribe."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return lambda: self._discard(callback)
+        callback()
+        return lambda: None
+
+    def _discard(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+
+@dataclass(frozen=True, slots=True)
+class _Abort:
+    kind: Kind
+    detail: str
+
+
+class GuardedStream:
+    """Iterate once: ``for event in stream``. Failures are raised as ProviderFailure only."""
+
+    def __init__(
+        self,
+        *,
+        adapter: ProviderAdapter,
+        call: ModelCall,
+        target: TargetConfig,
+        cancel: CancelToken,
+        clock: Clock | None = None,
+        timeouts: StreamTimeouts | None = None,
+    ) -> None:
+        self._adapter = adapter
+        self._call = call
+        self._target = target
+        self._cancel = cancel
+        self._clock = clock or SystemClock()
+        self._timeouts = timeouts or StreamTimeouts()
+        self._scope = AbortScope()
+        self._abort: _Abort | None = None
+        self._exposure = Exposure.NONE
+        self._committed = False
+        self._started = False
+        now = self._clock.monotonic()
+        self._opened_at = now
+        self._last_byte_at = now
+        self._waiting_since: float | None = now
+        self.bytes_received = 0
+        self.ttft_ms: int | None = None
+        self.usage: Usage | None = None
+        self.terminal: TurnEnd | None = None
+
+    @property
+    def exposure(self) -> Exposure:
+        return self._exposure
+
+    @property
+    def committed(self) -> bool:
+        return self._committed
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        if self._started:
+            raise RuntimeError("a guarded stream can be iterated only once")
+        self._started = True
+        return self._run()
+
+    # ---- the fence ---------------------------------------------------------------------------
+
+    def _run(self) -> Iterator[StreamEvent]:
+        clock = self._clock
+        monotonic = clock.monotonic  # bound once: this loop runs per event
+        self._opened_at = self._last_byte_at = clock.monotonic()
+        self._waiting_since = self._opened_at
+        unsubscribe = self._cancel.on_cancel(self._on_cancel)
+        watchdog = _Watchdog(self)
+        watchdog.start()
+        raw = None
+        held: list[StreamEvent] = []
+        try:
+            if self._abort is not None:
+                raise self._abort_failure()
+            with self._scope.bound():
+                raw = self._adapter.open(self._call, on_bytes=self._saw_bytes, clock=clock)
+            for item in raw.items():
+                cls = type(item)
+                if cls is TextDelta or cls is ThinkingDelta or cls is ToolCall:
+                    if not self._committed:
+                        self._commit()
+                    if cls is ToolCall:
+                        self._exposure = Exposure.TOOL_CALL
+                    if held:
+                        yield from self._release(held)
+                    self._waiting_since = None
+                    yield item
+                    # Resuming after visible output is progress: no-progress counts from here.
+                    self._waiting_since = monotonic()
+                elif cls is Usage:
+                    self.usage = item
+                    if self._committed:
+                        self._waiting_since = None
+                        yield item
+                        self._waiting_since = monotonic()
+                    else:
+                        held.append(item)
+                elif cls is TurnEnd:
+                    # The provider's terminal event: the only way a stream counts as finished.
+                    self.terminal = item
+                    if self.usage is None and (item.usage.input_tokens or item.usage.output_tokens):
+                        self.usage = item.usage
+                    held.append(item)
+                    yield from self._release(held)
+                    return
+                elif self._exposure is Exposure.NONE:
+                    self._exposure = Exposure.METADATA
+            raise wire_failure(
+                provider_id=self._target.provider_id,
+                model=self._target.model,
+                kind=Kind.TRUNCATED,
+                phase=Phase.STREAM,
+                detail="stream ended without its terminal event",
+            )
+        except ProviderFailure as failure:
+            raise self._stamp(failure) from None
+        except Exception as error:
+            raise self._stamp(self._unexpected(error)) from error
+        finally:
+            self._waiting_since = None
+            watchdog.stop()
+            unsubscribe()
+            if raw is not None:
+                raw.close()
+
+    def _release(self, held: list[StreamEvent]) -> Iterator[StreamEvent]:
+        self._waiting_since = None
+        while held:
+            yield held.pop(0)
+        self._waiting_since = self._clock.monotonic()
+
+    def _commit(self) -> None:
+        self._committed = True
+        self._exposure = Exposure.CONTENT
+        self.ttft_ms = int((self._clock.monotonic() - self._opened_at) * 1000)
+
+    def _saw_bytes(self, count: int) -> None:
+        self.bytes_received += count
+        self._last_byte_at = self._clock.monotonic()
+
+    # ---- failures ----------------------------------------------------------------------------
+
+    def _stamp(self, failure: ProviderFailure) -> ProviderFailure:
+        if self._abort is not None:
+            failure = self._abort_failure()
+        return stamped(failure, exposure=self._exposure)
+
+    def _abort_failure(self) -> ProviderFailure:
+        abort = self._abort
+        assert abort is not None
+        phase = (
+            Phase.CANCELLATION
+            if abort.kind is Kind.CANCELLED
+            else (Phase.STREAM if self.bytes_received else Phase.HEADERS)
+        )
+        return wire_failure(
+            provider_id=self._target.provider_id,
+            model=self._target.model,
+            kind=abort.kind,
+            phase=phase,
+            detail=abort.detail,
+            source=Source.HTTP,
+        )
+
+    def _unexpected(self, error: Exception) -> ProviderFailure:
+        return wire_failure(
+            provider_id=self._target.provider_id,
+            model=self._target.model,
+            kind=Kind.UNKNOWN,
+            phase=Phase.PROTOCOL,
+            source=Source.HTTP,
+            detail=f"unexpected {type(error).__name__}: {error}",
+        )
+
+    # ---- watchdog and cancellation (called from other threads) -------------------------------
+
+    def _on_cancel(self) -> None:
+        self._trip(_Abort(Kind.CANCELLED, "cancelled by the user"))
+
+    def _trip(self, abort: _Abort) -> None:
+        if self._abort is None:
+            self._abort = abort
+        self._scope.abort()
+
+    def _overdue(self) -> tuple[_Abort | None, float]:
+        """The timeout that has fired, or None and the seconds until the next one could."""
+        now = self._clock.monotonic()
+        t = self._timeouts
+        waits: list[float] = []
+        if not self._committed:
+            left = self._opened_at + t.first_chunk_s - now
+            if left <= 0:
+                return _Abort(Kind.TIMEOUT, f"no output within {t.first_chunk_s:g} s"), 0.0
+            waits.append(left)
+        waiting_since = self._waiting_since
+        if waiting_since is not None:
+            # Time the consumer spends handling an event is not the provider's idleness.
+            left = max(self._last_byte_at, waiting_since) + t.idle_s - now
+            if left <= 0:
+                return _Abort(Kind.TIMEOUT, f"no bytes for {t.idle_s:g} s"), 0.0
+            waits.append(left)
+            if self._committed:
+                left = waiting_since + t.no_progress_s - now
+                if left <= 0:
+                    return _Abort(Kind.TIMEOUT, f"no new output for {t.no_progress_s:g} s"), 0.0
+                waits.append(left)
+        return None, min(waits, default=_WATCH_SLICE_S)
+
+
+class _Watchdog:
+    __slots__ = ("_guard", "_stopped", "_thread")
+
+    def __init__(self, guard: GuardedStream) -> None:
+        self._guard = guard
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="guard-watchdog", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _watch(self) -> None:
+        while not self._stopped.is_set():
+            abort, wait_s = self._guard._overdue()
+            if abort is not None:
+                self._guard._trip(abort)
+                return
+            self._stopped.wait(min(max(wait_s, 0.005), _WATCH_SLICE_S))

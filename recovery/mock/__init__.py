@@ -1,0 +1,1 @@
+"""Mock provider server (Anthropic and OpenAI wire formats) for tests, benchmarks and `make run`."""

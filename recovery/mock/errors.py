@@ -1,0 +1,142 @@
+"""Error responses as each provider really sends them: status, headers and body per wire."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from email.utils import formatdate
+
+from recovery.mock.steps import Fail, Failure
+
+HUGE_BODY_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorResponse:
+    status: int
+    headers: dict[str, str]
+    body: dict
+
+    def encoded(self) -> bytes:
+        return json.dumps(self.body).encode()
+
+
+def _rfc3339_in(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + seconds))
+
+
+def anthropic_error(fail: Fail) -> ErrorResponse:
+    def envelope(kind: str, message: str) -> dict:
+        return {
+            "type": "error",
+            "error": {"type": kind, "message": message},
+            "request_id": "req_mock01",
+        }
+
+    match fail.failure:
+        case Failure.OVERLOADED:
+            return ErrorResponse(fail.status or 529, {}, envelope("overloaded_error", "Overloaded"))
+        case Failure.RATE_LIMITED:
+            seconds = fail.retry_after_s if fail.retry_after_s is not None else 1
+            headers = {
+                "retry-after": str(seconds),
+                "anthropic-ratelimit-requests-reset": _rfc3339_in(seconds),
+                "anthropic-ratelimit-tokens-reset": _rfc3339_in(seconds),
+            }
+            message = "This request would exceed the rate limit for your organization."
+            return ErrorResponse(fail.status or 429, headers, envelope("rate_limit_error", message))
+        case Failure.SERVER_ERROR:
+            return ErrorResponse(
+                fail.status or 500, {}, envelope("api_error", "Internal server error")
+            )
+        case Failure.QUOTA:
+            message = "Your credit balance is too low to access the Anthropic API."
+            return ErrorResponse(fail.status or 402, {}, envelope("billing_error", message))
+        case Failure.AUTH:
+            return ErrorResponse(
+                fail.status or 401, {}, envelope("authentication_error", "invalid x-api-key")
+            )
+        case Failure.HUGE:
+            return ErrorResponse(
+                fail.status or 500, {}, envelope("api_error", "x" * HUGE_BODY_BYTES)
+            )
+    return _gateway_error(fail)
+
+
+def openai_error(fail: Fail) -> ErrorResponse:
+    def envelope(message: str, kind: str, code: str | None) -> dict:
+        return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+    match fail.failure:
+        case Failure.OVERLOADED:
+            message = "The server is overloaded or not ready yet."
+            return ErrorResponse(
+                fail.status or 503, {}, envelope(message, "server_error", "overloaded")
+            )
+        case Failure.RATE_LIMITED:
+            seconds = fail.retry_after_s if fail.retry_after_s is not None else 1
+            headers = {
+                "retry-after": str(seconds),
+                "x-ratelimit-reset-requests": f"{seconds}s",
+                "x-ratelimit-reset-tokens": f"{seconds}s",
+            }
+            message = "Rate limit reached for requests per min (RPM). Please try again in 1s."
+            return ErrorResponse(
+                fail.status or 429, headers, envelope(message, "requests", "rate_limit_exceeded")
+            )
+        case Failure.SERVER_ERROR:
+            message = "The server had an error while processing your request. Sorry about that!"
+            return ErrorResponse(fail.status or 500, {}, envelope(message, "server_error", None))
+        case Failure.QUOTA:
+            message = "You exceeded your current quota, please check your plan and billing details."
+            return ErrorResponse(
+                fail.status or 429,
+                {},
+                envelope(message, "insufficient_quota", "insufficient_quota"),
+            )
+        case Failure.AUTH:
+            message = "Incorrect API key provided: sk-test-****0000."
+            return ErrorResponse(
+                fail.status or 401,
+                {},
+                envelope(message, "invalid_request_error", "invalid_api_key"),
+            )
+        case Failure.HUGE:
+            return ErrorResponse(
+                fail.status or 500, {}, envelope("x" * HUGE_BODY_BYTES, "server_error", None)
+            )
+    return _gateway_error(fail)
+
+
+def _gateway_error(fail: Fail) -> ErrorResponse:
+    if fail.failure is Failure.ECHO_CREDENTIALS:
+        message = f"upstream rejected the request sent with credential {fail.echoed}"
+        return ErrorResponse(
+            400, {}, {"error": {"message": message, "type": "invalid_request_error"}}
+        )
+    if fail.failure is Failure.OPENROUTER:
+        status = fail.status or 502
+        body = {
+            "error": {
+                "code": status,
+                "message": "Provider returned error",
+                "metadata": {"provider_name": "Anthropic", "raw": '{"type":"overloaded_error"}'},
+            }
+        }
+        return ErrorResponse(status, {}, body)
+    status = fail.status or 429
+    headers = {"retry-after": "1"} if status == 429 else {}
+    body = {
+        "error": {
+            "message": "litellm.RateLimitError: AnthropicException - Overloaded. Received Model Group=mock",
+            "type": "None" if status != 429 else "throttling_error",
+            "param": None,
+            "code": str(status),
+        }
+    }
+    return ErrorResponse(status, headers, body)
+
+
+def http_date_in(seconds: int) -> str:
+    return formatdate(time.time() + seconds, usegmt=True)

@@ -1,0 +1,315 @@
+"""Scenarios: one small function per leading command in the last user message.
+
+`/overloaded:2 tell me a joke` fails the first two attempts of that conversation and then
+answers. Attempts are counted by the server per conversation and scenario, so retries of the
+same call share a counter; a scenario only sees the attempt number it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from recovery.mock.steps import (
+    Delay,
+    Drop,
+    Fail,
+    Failure,
+    Finish,
+    HttpError,
+    Malformed,
+    Ping,
+    Plan,
+    Start,
+    StreamError,
+    Text,
+    Thinking,
+    Tool,
+)
+
+_COMMAND = re.compile(
+    r"^\s*/(?P<name>[a-z][a-z-]*)(?P<args>(?::[^\s:]+)*)\s*(?P<rest>.*)$", re.DOTALL
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioRequest:
+    name: str
+    args: tuple[str, ...]
+    prompt: str
+    attempt: int  # 1-based count of requests seen for this conversation and scenario
+    tool_result: str | None  # the latest tool result in history, when the call continues a tool
+    model: str
+
+
+def parse_command(text: str) -> tuple[str, tuple[str, ...], str]:
+    """Split `/name:a:b rest` into its parts; text without a command is the plain scenario."""
+    match = _COMMAND.match(text)
+    if match is None or match["name"] not in SCENARIOS:
+        return "plain", (), text.strip()
+    args = tuple(a for a in match["args"].split(":") if a)
+    return match["name"], args, match["rest"].strip()
+
+
+def _chunks(text: str, words_per_chunk: int = 3) -> tuple[str, ...]:
+    words = text.split(" ")
+    return tuple(
+        " ".join(words[i : i + words_per_chunk]) + (" " if i + words_per_chunk < len(words) else "")
+        for i in range(0, len(words), words_per_chunk)
+    )
+
+
+def answer_text(prompt: str) -> str:
+    subject = prompt or "nothing in particular"
+    return (
+        f"You asked about {subject}. This is the mock provider answering calmly and "
+        "deterministically. It streams in several small pieces so a viewer sees it arrive."
+    )
+
+
+def _answer(req: ScenarioRequest) -> Plan:
+    if req.tool_result is not None:
+        text = f"The tool returned: {req.tool_result}. That completes the request."
+    else:
+        text = answer_text(req.prompt)
+    return Plan((Start(), Text(_chunks(text)), Finish("end_turn")))
+
+
+def _count(req: ScenarioRequest, default: int = 1) -> int:
+    try:
+        return int(req.args[0]) if req.args else default
+    except ValueError:
+        return default
+
+
+def _int_arg(req: ScenarioRequest, index: int, default: int) -> int:
+    try:
+        return int(req.args[index]) if len(req.args) > index else default
+    except ValueError:
+        return default
+
+
+def _failing(req: ScenarioRequest, failed: Plan) -> Plan:
+    """The failed plan for the first N attempts, then the ordinary answer."""
+    return failed if req.attempt <= _count(req) else _answer(req)
+
+
+def _partial_text(req: ScenarioRequest) -> Text:
+    return Text(_chunks(answer_text(req.prompt))[:2], complete=False)
+
+
+_OVERLOAD = Fail(Failure.OVERLOADED)
+
+
+def plain(req: ScenarioRequest) -> Plan:
+    return _answer(req)
+
+
+def thinking(req: ScenarioRequest) -> Plan:
+    if req.tool_result is not None:
+        return _answer(req)
+    thought = _chunks("Let me consider the question carefully before answering it.")
+    return Plan(
+        (Start(), Thinking(thought), Text(_chunks(answer_text(req.prompt))), Finish("end_turn"))
+    )
+
+
+def tool(req: ScenarioRequest) -> Plan:
+    """`/tool NAME {json} text`: call the tool once, then answer once its result is in history."""
+    if req.tool_result is not None:
+        return _answer(req)
+    name, arguments = _tool_call_from_prompt(req.prompt)
+    encoded = json.dumps(arguments)
+    split = max(1, len(encoded) // 3)
+    pieces = (encoded[:split], encoded[split : 2 * split], encoded[2 * split :])
+    return Plan(
+        (
+            Start(),
+            Text(("I will use a tool ", "for this.")),
+            Tool(f"toolu_mock_{req.attempt:04d}", name, tuple(p for p in pieces if p)),
+            Finish("tool_use"),
+        )
+    )
+
+
+def _tool_call_from_prompt(prompt: str) -> tuple[str, dict]:
+    name, _, rest = prompt.partition(" ")
+    rest = rest.lstrip()
+    arguments: dict = {}
+    if rest.startswith("{"):
+        try:
+            decoded, _ = json.JSONDecoder().raw_decode(rest)
+            arguments = decoded if isinstance(decoded, dict) else {}
+        except ValueError:
+            arguments = {}
+    return name or "read_clock", arguments
+
+
+def slow_first_byte(req: ScenarioRequest) -> Plan:
+    """`/slow-first-byte:MS[:N]`: headers at once, first event after MS, on the first N attempts."""
+    answer = _answer(req)
+    if req.attempt > _int_arg(req, 1, 1_000_000):
+        return answer
+    return Plan((Delay(_count(req, 1000)), *answer.steps))
+
+
+def slow_stream(req: ScenarioRequest) -> Plan:
+    return Plan(_answer(req).steps, delta_delay_ms=_count(req, 200))
+
+
+def ping_stall(req: ScenarioRequest) -> Plan:
+    """Pings keep the connection busy for MS without any content: idle is fine, progress is not."""
+    stall_ms = _count(req, 1000)
+    pings = tuple(step for _ in range(max(1, stall_ms // 50)) for step in (Ping(), Delay(50)))
+    return Plan((Start(), *pings, *_answer(req).steps[1:]))
+
+
+def stall_after_text(req: ScenarioRequest) -> Plan:
+    """Some text, then only pings for MS: the connection is alive but the answer is not moving."""
+    stall_ms = _count(req, 1000)
+    pings = tuple(step for _ in range(max(1, stall_ms // 50)) for step in (Ping(), Delay(50)))
+    return Plan((Start(), Text(("Thinking it ", "over... ")), *pings, *_answer(req).steps[1:]))
+
+
+def long(req: ScenarioRequest) -> Plan:
+    n = _count(req, 5000)
+    return Plan((Start(), Text(tuple(f"w{i} " for i in range(n))), Finish("end_turn")))
+
+
+def overloaded(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((HttpError(_OVERLOAD),)))
+
+
+def overloaded_sse(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((StreamError(_OVERLOAD),)))
+
+
+def overloaded_after_start(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((Start(), Ping(), StreamError(_OVERLOAD))))
+
+
+def overloaded_after_text(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((Start(), _partial_text(req), StreamError(_OVERLOAD))))
+
+
+def rate_limited(req: ScenarioRequest) -> Plan:
+    fail = Fail(Failure.RATE_LIMITED, retry_after_s=_int_arg(req, 1, 1))
+    return _failing(req, Plan((HttpError(fail),)))
+
+
+def rate_limited_after_text(req: ScenarioRequest) -> Plan:
+    fail = Fail(Failure.RATE_LIMITED, retry_after_s=_int_arg(req, 1, 1))
+    return _failing(req, Plan((Start(), _partial_text(req), StreamError(fail))))
+
+
+def server_error(req: ScenarioRequest) -> Plan:
+    return _failing(
+        req, Plan((HttpError(Fail(Failure.SERVER_ERROR, status=_int_arg(req, 1, 500))),))
+    )
+
+
+def server_error_after_text(req: ScenarioRequest) -> Plan:
+    fail = Fail(Failure.SERVER_ERROR, status=_int_arg(req, 1, 500))
+    return _failing(req, Plan((Start(), _partial_text(req), StreamError(fail))))
+
+
+def drop(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((Start(), _partial_text(req), Drop())))
+
+
+def drop_before_output(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((Start(), Drop())))
+
+
+def cut(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((Start(), _partial_text(req))))
+
+
+def cut_before_output(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((Start(),)))
+
+
+def malformed(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((Start(), Malformed())))
+
+
+def huge_error(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((HttpError(Fail(Failure.HUGE)),)))
+
+
+def quota(req: ScenarioRequest) -> Plan:
+    return Plan((HttpError(Fail(Failure.QUOTA)),))
+
+
+def auth(req: ScenarioRequest) -> Plan:
+    return Plan((HttpError(Fail(Failure.AUTH)),))
+
+
+def echo_credentials(req: ScenarioRequest) -> Plan:
+    """A careless gateway that quotes the caller's credential in its error (redaction test)."""
+    return Plan((HttpError(Fail(Failure.ECHO_CREDENTIALS)),))
+
+
+def gateway_openrouter(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((HttpError(Fail(Failure.OPENROUTER, status=_int_arg(req, 1, 502))),)))
+
+
+def gateway_litellm(req: ScenarioRequest) -> Plan:
+    return _failing(req, Plan((HttpError(Fail(Failure.LITELLM, status=_int_arg(req, 1, 429))),)))
+
+
+def _tool_failing(req: ScenarioRequest, *, complete: bool) -> Plan:
+    if req.tool_result is not None:
+        return _answer(req)
+    args = ('{"text": "rem', 'ember the milk"}')
+    call = Tool(
+        f"toolu_mock_{req.attempt:04d}", "append_note", args if complete else args[:1], complete
+    )
+    if req.attempt > _count(req):
+        return Plan(
+            (Start(), call if complete else Tool(call.id, call.name, args), Finish("tool_use"))
+        )
+    return Plan((Start(), call, StreamError(_OVERLOAD)))
+
+
+def tool_partial_fail(req: ScenarioRequest) -> Plan:
+    return _tool_failing(req, complete=False)
+
+
+def tool_complete_fail(req: ScenarioRequest) -> Plan:
+    return _tool_failing(req, complete=True)
+
+
+SCENARIOS: dict[str, Callable[[ScenarioRequest], Plan]] = {
+    "plain": plain,
+    "thinking": thinking,
+    "tool": tool,
+    "slow-first-byte": slow_first_byte,
+    "slow-stream": slow_stream,
+    "ping-stall": ping_stall,
+    "stall-after-text": stall_after_text,
+    "long": long,
+    "overloaded": overloaded,
+    "overloaded-sse": overloaded_sse,
+    "overloaded-after-start": overloaded_after_start,
+    "overloaded-after-text": overloaded_after_text,
+    "rate-limited": rate_limited,
+    "rate-limited-after-text": rate_limited_after_text,
+    "server-error": server_error,
+    "server-error-after-text": server_error_after_text,
+    "drop": drop,
+    "drop-before-output": drop_before_output,
+    "cut": cut,
+    "cut-before-output": cut_before_output,
+    "malformed": malformed,
+    "huge-error": huge_error,
+    "quota": quota,
+    "auth": auth,
+    "echo-credentials": echo_credentials,
+    "gateway-openrouter": gateway_openrouter,
+    "gateway-litellm": gateway_litellm,
+    "tool-partial-fail": tool_partial_fail,
+    "tool-complete-fail": tool_complete_fail,
+}

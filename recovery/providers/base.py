@@ -1,0 +1,69 @@
+"""What every provider adapter shares: the target it talks to, its timeouts, and its stream shape.
+
+An adapter only decodes. It turns one ModelCall into one HTTP request and the response into
+provider-neutral items; judging a failure and choosing what to do next belong to the classifier
+and the policy, and holding output until it is safe to show belongs to the guard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from recovery.clock import Clock
+from recovery.events import ModelCall, StreamEvent
+
+
+@dataclass(frozen=True, slots=True)
+class TargetConfig:
+    provider_id: str  # anthropic | openai | mock (mock speaks the Anthropic wire)
+    base_url: str
+    model: str
+    api_key: str = field(repr=False)  # never in a repr, a log line or an exception message
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.provider_id}:{self.model}"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTimeouts:
+    """Seconds. first_chunk: until the first user-visible event; idle: between any two reads,
+    pings included; no_progress: between user-visible events once output has started."""
+
+    connect_s: float = 10.0
+    first_chunk_s: float = 45.0
+    idle_s: float = 90.0
+    no_progress_s: float = 120.0
+    write_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """Wire activity that is not output (message start, a block opening, a ping, a role chunk).
+
+    It proves the provider is alive but must never reach a viewer on its own."""
+
+    name: str
+
+
+WireItem = StreamEvent | Metadata
+
+# Called by an adapter stream for every chunk of bytes read, so the guard can time idleness.
+ByteObserver = Callable[[int], None]
+
+
+class AdapterStream(Protocol):
+    def items(self) -> Iterator[WireItem]: ...
+
+    def close(self) -> None: ...
+
+
+class ProviderAdapter(Protocol):
+    provider_id: str
+
+    def open(self, call: ModelCall, *, on_bytes: ByteObserver, clock: Clock) -> AdapterStream:
+        """Send the request; return once response headers arrived. Raises ProviderFailure."""
+        ...

@@ -1,0 +1,283 @@
+"""Decoding failures into Evidence: what the provider said, never what to do about it.
+
+Every adapter raises ProviderFailure built here, so status, provider error type, Retry-After and
+rate-limit reset headers are read the same way for every wire. Excerpts are always redacted
+(diagnostic tier) and bounded; a JSON error body stays valid JSON so the classifier can read it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from recovery.clock import Clock
+from recovery.redact import redact_diagnostic
+from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
+
+_STRING_LIMIT_BYTES = 512  # per JSON string value, so the whole excerpt stays under 4 KiB
+# Redaction cost grows with its input and an excerpt keeps at most 4 KiB, so text beyond this is
+# dropped before redacting. A credential cut at this edge keeps its prefix (sk-, Bearer, ghp_),
+# which is what the credential patterns match, so the cut cannot expose a clear secret.
+_REDACT_INPUT_CHARS = 16 * 1024
+
+
+def _redactable_prefix(text: str) -> str:
+    """At most _REDACT_INPUT_CHARS of ``text``, cut at whitespace so no token is split.
+
+    Redacting a megabyte costs most of a second, so huge bodies are cut first; cutting inside a
+    secret could leave a prefix too short for its pattern, so the partial last token is dropped.
+    """
+    if len(text) <= _REDACT_INPUT_CHARS:
+        return text
+    head = text[:_REDACT_INPUT_CHARS]
+    cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    return head[:cut] if cut > 0 else ""
+_PAYMENT_CODES = frozenset({"insufficient_quota", "billing_error", "billing_hard_limit_reached"})
+_OVERLOAD_CODES = frozenset({"overloaded_error", "overloaded"})
+_RATE_CODES = frozenset(
+    {"rate_limit_error", "rate_limit_exceeded", "throttling_error", "requests", "tokens"}
+)
+_AUTH_CODES = frozenset({"authentication_error", "permission_error", "invalid_api_key"})
+_SERVER_CODES = frozenset({"api_error", "server_error", "internal_error"})
+_INVALID_CODES = frozenset({"invalid_request_error", "request_too_large", "not_found_error"})
+_CREDIT_PHRASE = "credit balance is too low"
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def status_failure(
+    *,
+    provider_id: str,
+    model: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes | str,
+    clock: Clock,
+) -> ProviderFailure:
+    """An HTTP error response (any non-2xx)."""
+    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+    payload = _loads(text)
+    code, message, gateway_status = error_facts(payload)
+    phase = Phase.AUTH if status in (401, 403) else Phase.HEADERS
+    evidence = Evidence(
+        source=Source.HTTP,
+        excerpt=_excerpt(payload, text),
+        phase=phase,
+        kind=kind_for(status=status, code=code, message=message, gateway_status=gateway_status),
+        status=status,
+        retry_after_ms=retry_after_ms(headers, clock=clock),
+        provider_code=code,
+        provider_id=provider_id,
+        model_id=model,
+        reset_at_ms=reset_at_ms(headers, clock=clock),
+    )
+    return ProviderFailure(evidence, f"HTTP {status} {code or ''}".strip())
+
+
+def stream_error_failure(
+    *, provider_id: str, model: str, payload: Any, status: int | None
+) -> ProviderFailure:
+    """An error object inside a 200 stream: judged by its body, never by the 200."""
+    code, message, gateway_status = error_facts(payload)
+    evidence = Evidence(
+        source=Source.SSE,
+        excerpt=_excerpt(payload, ""),
+        phase=Phase.STREAM,
+        kind=kind_for(status=None, code=code, message=message, gateway_status=gateway_status),
+        status=status,
+        provider_code=code,
+        provider_id=provider_id,
+        model_id=model,
+    )
+    return ProviderFailure(evidence, f"in-stream error {code or ''}".strip())
+
+
+def wire_failure(
+    *,
+    provider_id: str,
+    model: str,
+    kind: Kind,
+    phase: Phase,
+    detail: str,
+    source: Source = Source.SSE,
+    excerpt: str = "",
+) -> ProviderFailure:
+    """Malformed or truncated streams, transport loss, timeouts, cancellation."""
+    evidence = Evidence(
+        source=source,
+        excerpt=redact_diagnostic(_redactable_prefix(excerpt or detail)),
+        phase=phase,
+        kind=kind,
+        provider_id=provider_id,
+        model_id=model,
+    )
+    return ProviderFailure(evidence, detail)
+
+
+def stamped(
+    failure: ProviderFailure, *, exposure: Exposure, terminal_seen: bool = False
+) -> ProviderFailure:
+    evidence = replace(failure.evidence, exposure=exposure, terminal_seen=terminal_seen)
+    return ProviderFailure(evidence, failure.detail)
+
+
+def error_facts(payload: Any) -> tuple[str | None, str, int | None]:
+    """(provider code, message, gateway status) of Anthropic, OpenAI, OpenRouter and LiteLLM bodies.
+
+    OpenRouter puts an HTTP status in `error.code` and the upstream's own body in
+    `error.metadata.raw`; LiteLLM puts the status in `error.code` as a string. What the upstream
+    said wins over the gateway's wrapper, because it names the real cause."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        return None, error if isinstance(error, str) else "", None
+    message = error.get("message") if isinstance(error.get("message"), str) else ""
+    raw_code = error.get("code")
+    gateway_status = _status_like(raw_code)
+    kind = error.get("type") if isinstance(error.get("type"), str) else None
+    code = raw_code if isinstance(raw_code, str) and gateway_status is None else None
+    upstream = _upstream_code(error.get("metadata"))
+    chosen = upstream or code or (kind if kind not in (None, "None", "error") else None)
+    return chosen, message, gateway_status
+
+
+def _upstream_code(metadata: Any) -> str | None:
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("raw"), str):
+        return None
+    inner = _loads(metadata["raw"])
+    if isinstance(inner, dict):
+        nested = inner.get("error") if isinstance(inner.get("error"), dict) else inner
+        value = nested.get("type") or nested.get("code")
+        return value if isinstance(value, str) and value != "error" else None
+    return None
+
+
+def _status_like(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and 100 <= value <= 599:
+        return value
+    if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
+        return int(value)
+    return None
+
+
+def kind_for(
+    *, status: int | None, code: str | None, message: str, gateway_status: int | None
+) -> Kind:
+    effective = status if status not in (None, 200) else gateway_status
+    code = (code or "").lower()
+    if code in _PAYMENT_CODES or _CREDIT_PHRASE in message.lower() or effective == 402:
+        return Kind.PAYMENT
+    if code in _OVERLOAD_CODES or effective == 529:
+        return Kind.OVERLOAD
+    if code in _RATE_CODES or effective == 429:
+        return Kind.RATE_LIMIT
+    if code in _AUTH_CODES or effective in (401, 403):
+        return Kind.AUTH
+    if effective == 408:
+        return Kind.TIMEOUT
+    if code in _SERVER_CODES or (effective is not None and 500 <= effective <= 599):
+        return Kind.SERVER
+    if code in _INVALID_CODES or (effective is not None and 400 <= effective <= 499):
+        return Kind.INVALID_REQUEST
+    return Kind.UNKNOWN
+
+
+def retry_after_ms(headers: Mapping[str, str], *, clock: Clock) -> int | None:
+    """`retry-after-ms`, else `retry-after` as seconds or an HTTP date; None when absent or bad."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        value = _number(raw_ms)
+        if value is not None:
+            return int(value)
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    seconds = _number(raw)
+    if seconds is not None:
+        return int(seconds * 1000)
+    try:
+        when = parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    return max(0, int((when.timestamp() - clock.now()) * 1000))
+
+
+def reset_at_ms(headers: Mapping[str, str], *, clock: Clock) -> int | None:
+    """Epoch ms when the exhausted limit resets (a hint; Retry-After stays authoritative).
+
+    Prefer the limit whose `remaining` is 0, since that is the one that refused us; otherwise
+    the earliest reset, because a later one may belong to a limit that still has room."""
+    resets: list[tuple[bool, int]] = []
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower.startswith("anthropic-ratelimit-") and lower.endswith("-reset"):
+            at = _rfc3339_ms(value)
+            remaining = headers.get(lower[: -len("reset")] + "remaining")
+        elif lower.startswith("x-ratelimit-reset-"):
+            duration = _duration_ms(value)
+            at = None if duration is None else int(clock.now() * 1000) + duration
+            remaining = headers.get("x-ratelimit-remaining-" + lower[len("x-ratelimit-reset-") :])
+        else:
+            continue
+        if at is not None:
+            resets.append((remaining != "0", at))
+    return min(resets)[1] if resets else None
+
+
+def _rfc3339_ms(value: str) -> int | None:
+    try:
+        return int(datetime.fromisoformat(value.strip()).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def _duration_ms(value: str) -> int | None:
+    """Go-style durations OpenAI sends: `1s`, `6m0s`, `20ms`, `1h2m3.5s`."""
+    text = value.strip()
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    scale = {"h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
+    return int(sum(float(n) * scale[u] for n, u in parts))
+
+
+def _number(raw: str) -> float | None:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _excerpt(payload: Any, text: str) -> str:
+    if isinstance(payload, dict):
+        return redact_diagnostic(json.dumps(_bounded(payload, depth=0), ensure_ascii=False))
+    return redact_diagnostic(_redactable_prefix(text))
+
+
+def _bounded(value: Any, *, depth: int) -> Any:
+    """Keep JSON shape, redact then cut each string: a 1 MB message must not hide the error type."""
+    if depth > 6:
+        return "…"
+    if isinstance(value, str):
+        return redact_diagnostic(_redactable_prefix(value), limit_bytes=_STRING_LIMIT_BYTES)
+    if isinstance(value, dict):
+        return {str(k)[:64]: _bounded(v, depth=depth + 1) for k, v in list(value.items())[:16]}
+    if isinstance(value, list):
+        return [_bounded(v, depth=depth + 1) for v in value[:8]]
+    return value

@@ -1,0 +1,132 @@
+"""Reading an SSE response body into wire items, shared by the HTTP adapters.
+
+Transport errors while reading become Evidence here, so each adapter only writes the part that
+differs between wires: its event decoder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+import httpx2
+
+from recovery.providers.base import ByteObserver, WireItem
+from recovery.providers.failures import status_failure, stream_error_failure, wire_failure
+from recovery.providers.sse import ServerSentEvent, SSEDecodeError, SSEDecoder
+from recovery.taxonomy import Kind, Phase, ProviderFailure, Source
+
+
+class EventDecoder(Protocol):
+    def feed(self, event: ServerSentEvent) -> list[WireItem]:
+        """Items for one event; raises ProviderFailure for an error event or a malformed one."""
+        ...
+
+    def finish(self) -> list[WireItem]:
+        """End of body: the closing items, or ProviderFailure (truncated) without a terminal."""
+        ...
+
+
+class SSEResponseStream:
+    __slots__ = ("_decoder", "_model", "_on_bytes", "_provider_id", "_response")
+
+    def __init__(
+        self,
+        *,
+        response: httpx2.Response,
+        decoder: EventDecoder,
+        on_bytes: ByteObserver,
+        provider_id: str,
+        model: str,
+    ) -> None:
+        self._response = response
+        self._decoder = decoder
+        self._on_bytes = on_bytes
+        self._provider_id = provider_id
+        self._model = model
+
+    def items(self) -> Iterator[WireItem]:
+        sse = SSEDecoder()
+        decoder = self._decoder
+        on_bytes = self._on_bytes
+        try:
+            for chunk in self._response.iter_bytes():
+                on_bytes(len(chunk))
+                for event in sse.feed(chunk):
+                    yield from decoder.feed(event)
+            for event in sse.finish():
+                yield from decoder.feed(event)
+        except SSEDecodeError as error:
+            raise self._failure(
+                Kind.MALFORMED, Phase.PROTOCOL, f"stream is not UTF-8 text: {error}"
+            ) from None
+        except httpx2.TimeoutException:
+            raise self._failure(
+                Kind.TIMEOUT, Phase.STREAM, "no bytes within the idle timeout"
+            ) from None
+        except (httpx2.TransportError, httpx2.StreamError) as error:
+            raise self._failure(
+                Kind.NETWORK,
+                Phase.STREAM,
+                f"connection lost mid-stream: {type(error).__name__}: {error}",
+            ) from None
+        yield from decoder.finish()
+
+    def close(self) -> None:
+        self._response.close()
+
+    def _failure(self, kind: Kind, phase: Phase, detail: str) -> ProviderFailure:
+        return wire_failure(
+            provider_id=self._provider_id, model=self._model, kind=kind, phase=phase, detail=detail
+        )
+
+
+def json_body_failure(
+    *, response: httpx2.Response, provider_id: str, model: str, clock
+) -> ProviderFailure:
+    """A 200 that is not an event stream: a gateway answering an error as plain JSON."""
+    body = response.read()
+    failure = status_failure(
+        provider_id=provider_id,
+        model=model,
+        status=response.status_code,
+        headers=response.headers,
+        body=body,
+        clock=clock,
+    )
+    if failure.evidence.provider_code is not None:
+        return stream_error_failure(
+            provider_id=provider_id, model=model, payload=_json(body), status=response.status_code
+        )
+    return wire_failure(
+        provider_id=provider_id,
+        model=model,
+        kind=Kind.MALFORMED,
+        phase=Phase.PROTOCOL,
+        source=Source.HTTP,
+        detail="expected an event stream",
+        excerpt=body[:2048].decode("utf-8", errors="replace"),
+    )
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def connect_failure(
+    error: Exception, *, provider_id: str, model: str, timed_out: bool
+) -> ProviderFailure:
+    kind = Kind.TIMEOUT if timed_out else Kind.NETWORK
+    detail = f"{'timed out' if timed_out else 'could not connect'}: {type(error).__name__}"
+    return wire_failure(
+        provider_id=provider_id,
+        model=model,
+        kind=kind,
+        phase=Phase.CONNECT,
+        source=Source.HTTP,
+        detail=detail,
+    )

@@ -1,0 +1,266 @@
+"""OpenAI Chat Completions (and compatible gateways) through the official SDK.
+
+Tool-call arguments arrive split across chunks; a call is complete only when `finish_reason`
+arrives, so no ToolCall escapes before that. A stream with neither `finish_reason` nor `[DONE]`
+is truncated, never a finished turn.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx2
+import openai
+
+from recovery.clock import Clock
+from recovery.events import (
+    ModelCall,
+    TextDelta,
+    TextPart,
+    ThinkingDelta,
+    ToolCall,
+    ToolResultPart,
+    ToolUsePart,
+    TurnEnd,
+    Usage,
+)
+from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, TargetConfig, WireItem
+from recovery.providers.failures import status_failure, stream_error_failure, wire_failure
+from recovery.providers.httpwire import SSEResponseStream, connect_failure, json_body_failure
+from recovery.providers.sse import ServerSentEvent
+from recovery.providers.transport import abortable_http_client
+from recovery.taxonomy import Kind, Phase, ProviderFailure
+
+_CHUNK = Metadata("chunk")
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "content_filter",
+}
+
+
+def openai_request(call: ModelCall, *, model: str) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    if call.system:
+        messages.append({"role": "system", "content": call.system})
+    for turn in call.turns:
+        messages.extend(_messages(turn.role, turn.parts))
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": call.max_tokens,
+        "messages": messages,
+        "stream_options": {"include_usage": True},
+    }
+    if call.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in call.tools
+        ]
+    return params
+
+
+def _messages(role: str, parts: tuple) -> list[dict[str, Any]]:
+    text = "".join(p.text for p in parts if isinstance(p, TextPart))
+    if role == "assistant":
+        calls = [
+            {
+                "id": p.id,
+                "type": "function",
+                "function": {"name": p.name, "arguments": json.dumps(p.arguments)},
+            }
+            for p in parts
+            if isinstance(p, ToolUsePart)
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = calls
+        return [message]
+    # Tool results must directly follow the assistant message that called them.
+    out = [
+        {"role": "tool", "tool_call_id": p.tool_call_id, "content": p.content}
+        for p in parts
+        if isinstance(p, ToolResultPart)
+    ]
+    if text:
+        out.append({"role": "user", "content": text})
+    return out
+
+
+class OpenAIDecoder:
+    __slots__ = ("_done", "_finish_reason", "_model", "_provider_id", "_tools", "_usage")
+
+    def __init__(self, *, model: str, provider_id: str = "openai") -> None:
+        self._model = model
+        self._provider_id = provider_id
+        self._tools: dict[int, dict[str, Any]] = {}
+        self._finish_reason: str | None = None
+        self._usage = Usage()
+        self._done = False
+
+    def feed(self, event: ServerSentEvent) -> list[WireItem]:
+        if self._done:
+            return []
+        data = event.data
+        if data == "[DONE]":
+            self._done = True
+            return [self._turn_end()]
+        try:
+            payload = json.loads(data)
+        except (ValueError, RecursionError):
+            raise self._malformed("unparsable JSON in a chunk", data) from None
+        if not isinstance(payload, dict):
+            raise self._malformed("chunk is not a JSON object", data)
+        if payload.get("error") is not None or event.event == "error":
+            raise stream_error_failure(
+                provider_id=self._provider_id, model=self._model, payload=payload, status=None
+            )
+        try:
+            return self._chunk(payload)
+        except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as error:
+            raise self._malformed(
+                f"chunk has an unexpected shape ({type(error).__name__})", data
+            ) from None
+
+    def _chunk(self, payload: dict[str, Any]) -> list[WireItem]:
+        items: list[WireItem] = []
+        usage = payload.get("usage")
+        if usage:
+            self._usage = Usage(
+                int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            )
+            items.append(self._usage)
+        for choice in payload.get("choices") or ():
+            if int(choice.get("index") or 0) != 0:
+                continue  # we never ask for n > 1
+            delta = choice.get("delta") or {}
+            thought = delta.get("reasoning_content") or delta.get("reasoning")
+            if thought:
+                items.append(ThinkingDelta(str(thought)))
+            content = delta.get("content")
+            if content:
+                items.append(TextDelta(str(content)))
+            for call in delta.get("tool_calls") or ():
+                self._accumulate(call)
+            if choice.get("finish_reason"):
+                self._finish_reason = str(choice["finish_reason"])
+                items.extend(self._complete_tool_calls())
+        return items or [_CHUNK]
+
+    def _accumulate(self, call: dict[str, Any]) -> None:
+        slot = self._tools.setdefault(
+            int(call.get("index") or 0), {"id": None, "name": "", "arguments": []}
+        )
+        if call.get("id"):
+            slot["id"] = str(call["id"])
+        function = call.get("function") or {}
+        if function.get("name"):
+            slot["name"] += str(function["name"])
+        if function.get("arguments"):
+            slot["arguments"].append(str(function["arguments"]))
+
+    def _complete_tool_calls(self) -> list[WireItem]:
+        calls = []
+        for index in sorted(self._tools):
+            slot = self._tools[index]
+            arguments = json.loads("".join(slot["arguments"]) or "{}")
+            if not isinstance(arguments, dict) or not slot["id"] or not slot["name"]:
+                raise TypeError("tool call did not assemble")
+            calls.append(ToolCall(slot["id"], slot["name"], arguments))
+        self._tools.clear()
+        return calls
+
+    def _turn_end(self) -> TurnEnd:
+        reason = self._finish_reason or "stop"
+        return TurnEnd(_STOP_REASONS.get(reason, reason), self._usage)
+
+    def finish(self) -> list[WireItem]:
+        if self._done:
+            return []
+        if self._finish_reason is not None:
+            # Some compatible gateways omit [DONE]; finish_reason already said the turn is whole.
+            self._done = True
+            return [self._turn_end()]
+        raise wire_failure(
+            provider_id=self._provider_id,
+            model=self._model,
+            kind=Kind.TRUNCATED,
+            phase=Phase.STREAM,
+            detail="stream ended without finish_reason or [DONE]",
+        )
+
+    def _malformed(self, detail: str, data: str) -> ProviderFailure:
+        return wire_failure(
+            provider_id=self._provider_id,
+            model=self._model,
+            kind=Kind.MALFORMED,
+            phase=Phase.PROTOCOL,
+            detail=detail,
+            excerpt=f"{detail}: {data[:1024]}",
+        )
+
+
+class OpenAICompatAdapter:
+    provider_id = "openai"
+
+    def __init__(self, target: TargetConfig, *, timeouts: StreamTimeouts) -> None:
+        self._target = target
+        self._client = openai.OpenAI(
+            api_key=target.api_key,
+            base_url=target.base_url,
+            max_retries=0,  # one loop owns every retry
+            http_client=abortable_http_client(
+                connect_s=timeouts.connect_s, idle_s=timeouts.idle_s, write_s=timeouts.write_s
+            ),
+        )
+
+    def open(self, call: ModelCall, *, on_bytes: ByteObserver, clock: Clock) -> SSEResponseStream:
+        model = self._target.model or call.model
+        try:
+            stream = self._client.chat.completions.create(
+                **openai_request(call, model=model), stream=True
+            )
+        except openai.APIStatusError as error:
+            raise status_failure(
+                provider_id=self.provider_id,
+                model=model,
+                status=error.status_code,
+                headers=error.response.headers,
+                body=error.response.content,
+                clock=clock,
+            ) from None
+        except openai.APITimeoutError as error:
+            raise connect_failure(
+                error, provider_id=self.provider_id, model=model, timed_out=True
+            ) from None
+        except openai.APIConnectionError as error:
+            raise connect_failure(
+                error, provider_id=self.provider_id, model=model, timed_out=False
+            ) from None
+        response: httpx2.Response = stream.response
+        if "text/event-stream" not in response.headers.get("content-type", ""):
+            try:
+                raise json_body_failure(
+                    response=response, provider_id=self.provider_id, model=model, clock=clock
+                )
+            finally:
+                response.close()
+        return SSEResponseStream(
+            response=response,
+            decoder=OpenAIDecoder(model=model),
+            on_bytes=on_bytes,
+            provider_id=self.provider_id,
+            model=model,
+        )
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,140 @@
+"""An httpx transport whose connections can be aborted from another thread.
+
+Closing a socket from a second thread does not wake a thread blocked in recv() on Linux;
+shutdown() does. The guard's watchdog and a CancelToken therefore need the live socket of the
+attempt they govern. A thin network backend records every connection an attempt touches (new
+or pooled) in the attempt's AbortScope, bound to the calling thread while the SDK sends.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpcore2
+import httpx2
+
+_ACTIVE = threading.local()
+
+
+class AbortScope:
+    """The connections of one attempt; abort() shuts them down so a blocked read returns now."""
+
+    __slots__ = ("_lock", "_streams", "aborted")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._streams: list[_TrackedStream] = []
+        self.aborted = False
+
+    def attach(self, stream: _TrackedStream) -> None:
+        with self._lock:
+            if stream not in self._streams:
+                self._streams.append(stream)
+            aborted = self.aborted
+        if aborted:
+            stream.shutdown()
+
+    def abort(self) -> None:
+        with self._lock:
+            self.aborted = True
+            streams = list(self._streams)
+        for stream in streams:
+            stream.shutdown()
+
+    @contextmanager
+    def bound(self) -> Iterator[None]:
+        """Bind this scope to the current thread while the SDK sends the request."""
+        previous = getattr(_ACTIVE, "scope", None)
+        _ACTIVE.scope = self
+        try:
+            yield
+        finally:
+            _ACTIVE.scope = previous
+
+
+class _TrackedStream(httpcore2.NetworkStream):
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: httpcore2.NetworkStream) -> None:
+        self._inner = inner
+
+    def _enlist(self) -> None:
+        scope = getattr(_ACTIVE, "scope", None)
+        if scope is not None:
+            scope.attach(self)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, timeout)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._enlist()  # every request is written first, so this catches pooled connections too
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ):
+        return _TrackedStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+    def shutdown(self) -> None:
+        sock = self._inner.get_extra_info("socket")
+        if sock is None:
+            return
+        try:
+            # The plain-socket method: SSLSocket.shutdown would also tear down TLS state that the
+            # reading thread is still using.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed or never connected: nothing left to wake
+
+
+class _TrackingBackend(httpcore2.NetworkBackend):
+    def __init__(self, inner: httpcore2.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
+        stream = _TrackedStream(
+            self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        )
+        stream._enlist()
+        return stream
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.NetworkStream:
+        return _TrackedStream(self._inner.connect_unix_socket(path, timeout, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class AbortableTransport(httpx2.HTTPTransport):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        pool = self._pool
+        # httpcore reads the backend each time it opens a connection, so wrapping it here is
+        # enough; the abort tests fail loudly if a release renames the attribute.
+        pool._network_backend = _TrackingBackend(pool._network_backend)
+
+
+def abortable_http_client(*, connect_s: float, idle_s: float, write_s: float) -> httpx2.Client:
+    """httpx client for an SDK: read timeout = idle timeout (exact, reset by any bytes)."""
+    timeout = httpx2.Timeout(connect=connect_s, read=idle_s, write=write_s, pool=connect_s)
+    transport = AbortableTransport(socket_options=[(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)])
+    return httpx2.Client(transport=transport, timeout=timeout, follow_redirects=True)
