@@ -1,0 +1,1 @@
+"""The direct-provider agent loop: transcript -> model call -> streamed rows -> tools -> repeat."""

@@ -1,0 +1,235 @@
+"""Run one claimed prompt generation against a direct provider.
+
+One run: claim -> (model call -> stream rows -> run the turn's tools) at most MAX_MODEL_CALLS
+times -> end the generation as succeeded, stopped or failed. Tools run only after their turn
+ended with the provider's terminal event, and at most once per tool call id.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from django.conf import settings
+
+from recovery.clock import Clock, SystemClock
+from recovery.events import ModelCall, StreamEvent, TextDelta, ThinkingDelta, ToolCall, TurnEnd
+from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
+from sessions_app.agent.coalescer import StreamWriter
+from sessions_app.agent.outcome import failure_outcome, unexpected_outcome
+from sessions_app.agent.targets import target_config_for
+from sessions_app.agent.tools import ToolContext, tool_run, tool_specs
+from sessions_app.agent.transcript import model_call_build
+from sessions_app.agent.watch import StopWatcher
+from sessions_app.models import Message, PromptGeneration
+from sessions_app.services import generation_claim, generation_end, message_create
+
+logger = logging.getLogger(__name__)
+
+MAX_MODEL_CALLS = 8
+STOP_POLL_INTERVAL_S = 0.05
+
+# open_stream(target_config, call, *, cancel, clock) -> iterable of StreamEvents
+StreamOpener = Callable[..., Iterable[StreamEvent]]
+
+
+class RunResult(enum.StrEnum):
+    SUCCEEDED = "succeeded"
+    STOPPED = "stopped"
+    LOOP_LIMIT = "loop_limit"
+
+
+def generation_run(
+    *,
+    generation_id: int,
+    clock: Clock | None = None,
+    open_stream: StreamOpener | None = None,
+    stop_poll_interval_s: float = STOP_POLL_INTERVAL_S,
+) -> PromptGeneration | None:
+    """Claim and run a generation. A duplicate delivery returns None without touching anything."""
+    generation = generation_claim(generation_id=generation_id)
+    if generation is None:
+        logger.info("generation %s already claimed; duplicate delivery ignored", generation_id)
+        return None
+    if open_stream is None:
+        from recovery.providers import open_stream
+    run = AgentRun(generation=generation, clock=clock or SystemClock(), open_stream=open_stream)
+    run.execute(stop_poll_interval_s=stop_poll_interval_s)
+    return generation
+
+
+class AgentRun:
+    def __init__(
+        self, *, generation: PromptGeneration, clock: Clock, open_stream: StreamOpener
+    ) -> None:
+        from recovery.guard import CancelToken
+
+        self.generation = generation
+        self.session = generation.session
+        self.target = self.session.target
+        self.clock = clock
+        self.open_stream = open_stream
+        self.cancel = CancelToken()
+        self.writer = StreamWriter(
+            session=self.session,
+            generation=generation,
+            flush_interval_s=settings.KANDEV_STREAM_FLUSH_INTERVAL,
+            clock=clock,
+        )
+        self.produced_output = False
+
+    def execute(self, *, stop_poll_interval_s: float) -> None:
+        with StopWatcher(
+            generation_id=self.generation.pk,
+            cancel=self.cancel,
+            poll_interval_s=stop_poll_interval_s,
+        ):
+            try:
+                result = self._loop()
+            except ProviderFailure as failure:
+                if self.cancel.cancelled:
+                    self._end_stopped()
+                else:
+                    self._end_failed(failure)
+                return
+            except BaseException:
+                logger.exception("generation %s crashed", self.generation.pk)
+                self.writer.close(status=Message.Status.ERROR, incomplete=True)
+                outcome = unexpected_outcome()
+                generation_end(
+                    generation=self.generation,
+                    state=PromptGeneration.State.FAILED,
+                    error_code=outcome.code,
+                    error_message=outcome.message,
+                )
+                raise
+        if result is RunResult.SUCCEEDED:
+            generation_end(generation=self.generation, state=PromptGeneration.State.SUCCEEDED)
+        elif result is RunResult.STOPPED:
+            self._end_stopped()
+        else:
+            generation_end(
+                generation=self.generation,
+                state=PromptGeneration.State.FAILED,
+                error_code="tool_loop_limit",
+                error_message=(
+                    f"The agent used {MAX_MODEL_CALLS} model calls without finishing its answer, "
+                    "so it was stopped to be safe."
+                ),
+            )
+
+    def _loop(self) -> RunResult:
+        config = target_config_for(self.target)
+        for _ in range(MAX_MODEL_CALLS):
+            if self.cancel.cancelled:
+                return RunResult.STOPPED
+            call = model_call_build(
+                session_id=self.session.pk, model=config.model, tools=tool_specs()
+            )
+            tool_calls = self._stream_one_call(config, call)
+            if tool_calls is None:
+                return RunResult.STOPPED
+            if not tool_calls:
+                return RunResult.SUCCEEDED
+            for tool_call in tool_calls:
+                if self.cancel.cancelled:
+                    return RunResult.STOPPED
+                self._run_tool_once(tool_call)
+        return RunResult.LOOP_LIMIT
+
+    def _stream_one_call(self, config: Any, call: ModelCall) -> list[ToolCall] | None:
+        """Stream one model call into rows. Returns its complete tool calls, or None if stopped."""
+        events = iter(self.open_stream(config, call, cancel=self.cancel, clock=self.clock))
+        try:
+            return self._consume(events)
+        finally:
+            # Leaving early (Stop) must still close the provider response right away.
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+
+    def _consume(self, events: Iterator[StreamEvent]) -> list[ToolCall] | None:
+        tool_calls: list[ToolCall] = []
+        turn_end: TurnEnd | None = None
+        for event in events:
+            if isinstance(event, TextDelta):
+                self.produced_output = True
+                self.writer.delta(role=Message.Role.ASSISTANT, text=event.text)
+            elif isinstance(event, ThinkingDelta):
+                self.produced_output = True
+                self.writer.delta(role=Message.Role.THINKING, text=event.text)
+            elif isinstance(event, ToolCall):
+                self.produced_output = True
+                self.writer.close()
+                self._record_tool_call(event)
+                tool_calls.append(event)
+            elif isinstance(event, TurnEnd):
+                turn_end = event
+            if self.cancel.cancelled:
+                return None
+        if self.cancel.cancelled:
+            return None
+        if turn_end is None:
+            # The guard reports a missing terminal event itself; this keeps the loop honest if a
+            # stream ever ends quietly anyway: an unterminated turn is never a success.
+            raise ProviderFailure(
+                Evidence(
+                    source=Source.SSE,
+                    phase=Phase.STREAM,
+                    kind=Kind.TRUNCATED,
+                    exposure=Exposure.CONTENT if self.produced_output else Exposure.NONE,
+                ),
+                "the stream ended without its terminal event",
+            )
+        self.writer.close()
+        return tool_calls
+
+    def _record_tool_call(self, call: ToolCall) -> None:
+        if Message.objects.filter(
+            session=self.session, role=Message.Role.TOOL_CALL, metadata__tool_call_id=call.id
+        ).exists():
+            return
+        message_create(
+            session=self.session,
+            generation=self.generation,
+            role=Message.Role.TOOL_CALL,
+            text=f"{call.name} {json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)}",
+            metadata={"tool_call_id": call.id, "name": call.name, "arguments": call.arguments},
+        )
+
+    def _run_tool_once(self, call: ToolCall) -> None:
+        if Message.objects.filter(
+            session=self.session, role=Message.Role.TOOL_RESULT, metadata__tool_call_id=call.id
+        ).exists():
+            return
+        output = tool_run(
+            name=call.name,
+            arguments=call.arguments,
+            context=ToolContext(session=self.session, tool_call_id=call.id, clock=self.clock),
+        )
+        message_create(
+            session=self.session,
+            generation=self.generation,
+            role=Message.Role.TOOL_RESULT,
+            text=output.content,
+            metadata={"tool_call_id": call.id, "name": call.name, "is_error": output.is_error},
+        )
+
+    def _end_stopped(self) -> None:
+        self.writer.close(incomplete=True)
+        generation_end(generation=self.generation, state=PromptGeneration.State.STOPPED)
+
+    def _end_failed(self, failure: ProviderFailure) -> None:
+        partial = self.writer.open_message is not None
+        self.writer.close(status=Message.Status.ERROR, incomplete=True)
+        outcome = failure_outcome(failure=failure, partial_output=partial)
+        logger.info("generation %s failed: %s", self.generation.pk, outcome.code)
+        generation_end(
+            generation=self.generation,
+            state=PromptGeneration.State.FAILED,
+            error_code=outcome.code,
+            error_message=outcome.message,
+        )

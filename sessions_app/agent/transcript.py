@@ -1,0 +1,83 @@
+"""Build the provider-neutral ModelCall from the committed transcript.
+
+Decisions:
+- Partial output (``incomplete`` rows from a stopped or failed attempt) is left out of the
+  history: the issue says it must not be fed back as if it were complete, and marking it inside
+  the text would put our words in the model's mouth. The viewer still sees it, marked.
+- Thinking rows are not sent back (providers require their signatures; they add nothing here).
+- A tool call without a result (its turn failed or was stopped before the tool ran) is sealed
+  with an error result instead of being run later: a tool must never run twice, and we can't know
+  whether an earlier worker ran it.
+- Consecutive turns of one role are merged, so dropping rows never yields two user turns in a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from recovery.events import ModelCall, Part, TextPart, ToolResultPart, ToolSpec, ToolUsePart, Turn
+from sessions_app.models import Message
+
+SYSTEM_PROMPT = (
+    "You are the agent of Kandev, a task workspace. Answer plainly. Use the tools when they help."
+)
+SEALED_RESULT = "This tool call was interrupted before it ran; it was not executed."
+
+
+def _parts_of(messages: list[Message]) -> Iterable[tuple[str, Part]]:
+    answered = {
+        m.metadata.get("tool_call_id") for m in messages if m.role == Message.Role.TOOL_RESULT
+    }
+    for message in messages:
+        if message.role == Message.Role.USER:
+            yield "user", TextPart(message.text)
+        elif message.role == Message.Role.ASSISTANT:
+            if message.text and not message.incomplete:
+                yield "assistant", TextPart(message.text)
+        elif message.role == Message.Role.TOOL_CALL:
+            call_id = message.metadata.get("tool_call_id", "")
+            yield (
+                "assistant",
+                ToolUsePart(
+                    id=call_id,
+                    name=message.metadata.get("name", ""),
+                    arguments=message.metadata.get("arguments", {}),
+                ),
+            )
+            if call_id not in answered:
+                yield "user", ToolResultPart(call_id, SEALED_RESULT, is_error=True)
+        elif message.role == Message.Role.TOOL_RESULT:
+            yield (
+                "user",
+                ToolResultPart(
+                    tool_call_id=message.metadata.get("tool_call_id", ""),
+                    content=message.text,
+                    is_error=bool(message.metadata.get("is_error", False)),
+                ),
+            )
+
+
+def turns_from_messages(messages: list[Message]) -> tuple[Turn, ...]:
+    turns: list[Turn] = []
+    for role, part in _parts_of(messages):
+        if turns and turns[-1].role == role:
+            turns[-1] = Turn(role=role, parts=(*turns[-1].parts, part))
+        else:
+            turns.append(Turn(role=role, parts=(part,)))
+    # Tool results must open their user turn; text the user typed later follows them.
+    return tuple(
+        Turn(
+            role=t.role,
+            parts=tuple(sorted(t.parts, key=lambda p: not isinstance(p, ToolResultPart))),
+        )
+        if t.role == "user"
+        else t
+        for t in turns
+    )
+
+
+def model_call_build(*, session_id: int, model: str, tools: tuple[ToolSpec, ...]) -> ModelCall:
+    messages = list(Message.objects.filter(session_id=session_id).order_by("id"))
+    return ModelCall(
+        model=model, turns=turns_from_messages(messages), system=SYSTEM_PROMPT, tools=tools
+    )

@@ -1,0 +1,166 @@
+"""The versioned JSON API, mounted at /api/ (routes under /api/v1/, OpenAPI at /api/openapi.json).
+
+Views here only translate HTTP to services and selectors and domain errors to status codes:
+SessionNotFound -> 404 (one body for unknown and foreign ids), InvalidInput -> 422 with the field,
+GenerationActive -> 409, an oversized body -> 413.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI, Status
+
+from sessions_app import selectors, services
+from sessions_app.api_auth import BearerTokenAuth
+from sessions_app.api_schemas import (
+    ErrorOut,
+    EventOut,
+    PromptIn,
+    PromptOut,
+    SessionDetail,
+    SessionIn,
+    SessionOut,
+    StopOut,
+    TargetIn,
+    TargetOut,
+    TaskIn,
+    TaskOut,
+)
+from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from sessions_app.models import ProviderTarget, Session, Task
+
+api = NinjaAPI(
+    title="Kandev Web API",
+    version="1",
+    auth=BearerTokenAuth(),
+    urls_namespace="api",
+    docs_url="/docs",
+)
+
+NOT_FOUND = {"detail": "Not found."}
+EVENTS_PAGE_LIMIT = 1000
+
+
+@api.exception_handler(SessionNotFound)
+def _not_found(request: HttpRequest, exc: SessionNotFound) -> HttpResponse:
+    return api.create_response(request, NOT_FOUND, status=404)
+
+
+@api.exception_handler(InvalidInput)
+def _invalid(request: HttpRequest, exc: InvalidInput) -> HttpResponse:
+    detail = [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}]
+    return api.create_response(request, {"detail": detail}, status=422)
+
+
+@api.exception_handler(GenerationActive)
+def _busy(request: HttpRequest, exc: GenerationActive) -> HttpResponse:
+    detail = "A prompt is already running in this session; stop it or wait for it to finish."
+    return api.create_response(request, {"detail": detail}, status=409)
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return api.create_response(request, {"detail": "Request body is too large."}, status=413)
+
+
+def _target_out(target: ProviderTarget) -> dict:
+    return {
+        "id": target.pk,
+        "name": target.name,
+        "kind": target.kind,
+        "base_url": target.base_url,
+        "model": target.model,
+        "api_key_env": target.api_key_env,
+        "command": target.command,
+        "fallbacks": selectors.target_fallback_ids(target=target),
+    }
+
+
+def _task_out(task: Task) -> dict:
+    return {
+        "id": task.pk,
+        "title": task.title,
+        "status": task.status,
+        "created": task.created_at,
+        "sessions": [s.pk for s in task.sessions.all()],
+    }
+
+
+def _session_out(session: Session) -> dict:
+    return {
+        "id": session.pk,
+        "task": session.task_id,
+        "target": session.target_id,
+        "title": session.title,
+        "state": session.state,
+    }
+
+
+@api.get("/v1/targets", response=list[TargetOut])
+def targets_list(request: HttpRequest) -> list[dict]:
+    return [_target_out(t) for t in selectors.targets_all()]
+
+
+@api.post("/v1/targets", response={201: TargetOut, 422: ErrorOut})
+def targets_create(request: HttpRequest, payload: TargetIn) -> Status:
+    target = services.target_create(**payload.dict())
+    return Status(201, _target_out(selectors.targets_all().get(pk=target.pk)))
+
+
+@api.get("/v1/tasks", response=list[TaskOut])
+def tasks_list(request: HttpRequest) -> list[dict]:
+    return [_task_out(t) for t in selectors.tasks_for_user(user=request.auth)]
+
+
+@api.post("/v1/tasks", response={201: TaskOut, 422: ErrorOut})
+def tasks_create(request: HttpRequest, payload: TaskIn) -> Status:
+    task = services.task_create(owner=request.auth, title=payload.title)
+    return Status(201, _task_out(task))
+
+
+@api.post("/v1/sessions", response={201: SessionOut, 422: ErrorOut})
+def sessions_create(request: HttpRequest, payload: SessionIn) -> Status:
+    target = ProviderTarget.objects.filter(pk=payload.target).first()
+    if target is None:
+        raise InvalidInput("target", "unknown target")
+    task = None
+    if payload.task is not None:
+        task = selectors.task_for_user(user=request.auth, task_id=payload.task)
+        if task is None:
+            raise InvalidInput("task", "unknown task")
+    session = services.session_create(
+        owner=request.auth, target=target, title=payload.title, task=task
+    )
+    return Status(201, _session_out(session))
+
+
+@api.get("/v1/sessions/{session_id}", response={200: SessionDetail, 404: ErrorOut})
+def sessions_detail(request: HttpRequest, session_id: int) -> dict:
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    return selectors.session_snapshot(session=session)
+
+
+@api.post(
+    "/v1/sessions/{session_id}/prompts",
+    response={202: PromptOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+)
+def sessions_prompt(request: HttpRequest, session_id: int, payload: PromptIn) -> Status:
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    generation = services.prompt_submit(session=session, user=request.auth, text=payload.text)
+    return Status(202, {"generation": generation.number})
+
+
+@api.post("/v1/sessions/{session_id}/stop", response={200: StopOut, 404: ErrorOut})
+def sessions_stop(request: HttpRequest, session_id: int) -> dict:
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    generation = services.session_stop(session=session, user=request.auth)
+    if generation is None:
+        return {"generation": None, "state": None}
+    return {"generation": generation.number, "state": generation.state}
+
+
+@api.get("/v1/sessions/{session_id}/events", response={200: list[EventOut], 404: ErrorOut})
+def sessions_events(request: HttpRequest, session_id: int, after: int = 0) -> list[dict]:
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    return selectors.events_after(session=session, after_seq=max(after, 0), limit=EVENTS_PAGE_LIMIT)

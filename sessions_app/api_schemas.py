@@ -1,0 +1,109 @@
+"""Request and response shapes of the JSON API (they make the OpenAPI document)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import Field
+
+TargetKind = Literal["anthropic", "openai", "acp", "mock"]
+
+
+class TargetIn(Schema):
+    name: str = Field(min_length=1, max_length=100)
+    kind: TargetKind
+    base_url: str = Field(default="", max_length=500)
+    model: str = Field(default="", max_length=200)
+    api_key_env: str = Field(default="", max_length=100, description="Name of the env variable")
+    command: str = Field(default="", max_length=1000)
+    fallbacks: list[int] = Field(default_factory=list, max_length=20)
+
+
+class TargetOut(Schema):
+    id: int
+    name: str
+    kind: str
+    base_url: str
+    model: str
+    api_key_env: str
+    command: str
+    fallbacks: list[int]
+
+
+class TaskIn(Schema):
+    title: str = Field(min_length=1, max_length=200)
+
+
+class TaskOut(Schema):
+    id: int
+    title: str
+    status: str
+    created: datetime
+    sessions: list[int]
+
+
+class SessionIn(Schema):
+    target: int
+    title: str = Field(min_length=1, max_length=200)
+    task: int | None = None
+
+
+class SessionOut(Schema):
+    id: int
+    task: int
+    target: int
+    title: str
+    state: str
+
+
+class MessageOut(Schema):
+    id: int
+    role: str
+    text: str
+    status: str
+    incomplete: bool
+    generation: int | None
+    metadata: dict[str, Any]
+    created: str
+
+
+class TargetRef(Schema):
+    id: int
+    name: str
+    kind: str
+
+
+class SessionDetail(Schema):
+    id: int
+    title: str
+    state: str
+    target: TargetRef
+    messages: list[MessageOut]
+    notice: dict[str, Any] | None
+    recovery_actions: list[str]
+    last_seq: int
+
+
+class PromptIn(Schema):
+    text: str
+
+
+class PromptOut(Schema):
+    generation: int
+
+
+class StopOut(Schema):
+    generation: int | None
+    state: str | None
+
+
+class EventOut(Schema):
+    seq: int
+    event: str
+    payload: dict[str, Any]
+
+
+class ErrorOut(Schema):
+    detail: Any

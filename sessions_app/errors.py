@@ -1,0 +1,28 @@
+"""Domain errors raised by services and selectors.
+
+Views, consumers and the API translate them (SessionNotFound -> 404, GenerationActive -> 409,
+InvalidInput -> 422); services never return half-done work instead of raising.
+"""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base of every error a service raises on purpose."""
+
+
+class SessionNotFound(DomainError):
+    """Unknown *and* foreign sessions alike, so nobody can probe which ids exist."""
+
+
+class GenerationActive(DomainError):
+    """A prompt is already queued or running in this session."""
+
+
+class InvalidInput(DomainError):
+    """A write was refused because a field is wrong. ``field`` names it for 422 responses."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message

@@ -1,0 +1,129 @@
+"""Reads. Every viewer-facing read goes through here so permissions are decided in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet
+
+from sessions_app.errors import SessionNotFound
+from sessions_app.models import (
+    Message,
+    PromptGeneration,
+    ProviderTarget,
+    Session,
+    SessionEvent,
+    Task,
+)
+
+
+def message_dict(message: Message) -> dict[str, Any]:
+    """The one MessageDict shape (sessions_app/events.py) used by events, snapshots and the API."""
+    return {
+        "id": message.pk,
+        "role": message.role,
+        "text": message.text,
+        "status": message.status,
+        "incomplete": message.incomplete,
+        "generation": message.generation.number if message.generation_id else None,
+        "metadata": message.metadata,
+        "created": message.created_at.isoformat(),
+    }
+
+
+def _visible_to(user: AbstractBaseUser) -> Q:
+    return Q(owner=user) | Q(members=user)
+
+
+def sessions_for_user(*, user: AbstractBaseUser) -> QuerySet[Session]:
+    """Sessions the user owns or is a member of, newest activity first."""
+    if not user.is_authenticated:
+        return Session.objects.none()
+    ids = Session.objects.filter(_visible_to(user)).values("pk")
+    return Session.objects.filter(pk__in=ids).select_related("target", "task")
+
+
+def session_for_user(*, user: AbstractBaseUser, session_id: int) -> Session:
+    """The session if the user may view it. Unknown and foreign ids raise the same error."""
+    try:
+        return sessions_for_user(user=user).get(pk=session_id)
+    except (Session.DoesNotExist, ValueError, TypeError):
+        raise SessionNotFound(session_id) from None
+
+
+def user_may_view(*, user: AbstractBaseUser, session: Session) -> bool:
+    if not user.is_authenticated:
+        return False
+    return session.owner_id == user.pk or session.members.filter(pk=user.pk).exists()
+
+
+def tasks_for_user(*, user: AbstractBaseUser) -> QuerySet[Task]:
+    """The board: the user's tasks with their sessions (prefetched, each with its target)."""
+    if not user.is_authenticated:
+        return Task.objects.none()
+    return Task.objects.filter(owner=user).prefetch_related("sessions", "sessions__target")
+
+
+def task_for_user(*, user: AbstractBaseUser, task_id: int) -> Task | None:
+    return tasks_for_user(user=user).filter(pk=task_id).first()
+
+
+def targets_all() -> QuerySet[ProviderTarget]:
+    return ProviderTarget.objects.prefetch_related("fallback_links")
+
+
+def target_fallback_ids(*, target: ProviderTarget) -> list[int]:
+    return [link.fallback_id for link in target.fallback_links.all()]
+
+
+def generation_active(*, session: Session) -> PromptGeneration | None:
+    """The queued, running or waiting generation of the session, if any (at most one exists)."""
+    return (
+        PromptGeneration.objects.filter(session=session, state__in=PromptGeneration.ACTIVE_STATES)
+        .order_by("-number")
+        .first()
+    )
+
+
+def session_messages(*, session: Session) -> QuerySet[Message]:
+    return Message.objects.filter(session=session).select_related("generation").order_by("id")
+
+
+def session_snapshot(*, session: Session) -> dict[str, Any]:
+    """The session as a viewer first sees it, with the ``last_seq`` it is consistent with.
+
+    Read in one REPEATABLE READ transaction when we own the transaction, so rows and last_seq are
+    one point in time. Inside an outer transaction (tests, callers that already hold one) the
+    isolation level can't be changed, so last_seq is read first: the rows may then be newer than
+    last_seq, and applying the later events again is idempotent (created/updated replace by id,
+    appended carries its offset, deleted of a missing id is a no-op).
+    """
+    own_transaction = not connection.in_atomic_block
+    with transaction.atomic():
+        if own_transaction and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        row = Session.objects.select_related("target").get(pk=session.pk)
+        messages = [message_dict(m) for m in session_messages(session=row)]
+    return {
+        "id": row.pk,
+        "title": row.title,
+        "state": row.state,
+        "target": {"id": row.target_id, "name": row.target.name, "kind": row.target.kind},
+        "messages": messages,
+        "notice": None,
+        "recovery_actions": [],
+        "last_seq": row.last_seq,
+    }
+
+
+def events_after(*, session: Session, after_seq: int, limit: int = 500) -> list[dict[str, Any]]:
+    """Durable events with seq > after_seq, in order, as {"seq", "event", "payload"} dicts."""
+    rows = (
+        SessionEvent.objects.filter(session=session, seq__gt=after_seq)
+        .order_by("seq")
+        .values("seq", "type", "payload")[:limit]
+    )
+    return [{"seq": r["seq"], "event": r["type"], "payload": r["payload"]} for r in rows]

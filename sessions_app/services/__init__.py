@@ -1,0 +1,48 @@
+"""Writes. Plain functions with keyword-only typed arguments, named <entity>_<action>.
+
+Import from here: ``from sessions_app.services import prompt_submit``.
+"""
+
+from sessions_app.services.board import (
+    session_create,
+    session_state_set,
+    target_create,
+    task_create,
+)
+from sessions_app.services.events import event_append
+from sessions_app.services.generations import (
+    generation_claim,
+    generation_end,
+    generation_stop_requested,
+    generations_requeue_stale,
+    prompt_submit,
+    prompt_text_clean,
+    session_stop,
+)
+from sessions_app.services.messages import (
+    message_append,
+    message_create,
+    message_finish,
+    message_retract,
+    message_start_streaming,
+)
+
+__all__ = [
+    "event_append",
+    "generation_claim",
+    "generation_end",
+    "generation_stop_requested",
+    "generations_requeue_stale",
+    "message_append",
+    "message_create",
+    "message_finish",
+    "message_retract",
+    "message_start_streaming",
+    "prompt_submit",
+    "prompt_text_clean",
+    "session_create",
+    "session_state_set",
+    "session_stop",
+    "target_create",
+    "task_create",
+]

@@ -1,0 +1,115 @@
+"""Targets, tasks and sessions: the things a person sets up before prompting."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app import events as event_names
+from sessions_app.errors import InvalidInput
+from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
+from sessions_app.services.events import event_append
+
+# An environment variable *name*. Anything else (a pasted key such as "sk-ant-...") is refused, so
+# a secret can never end up stored in this column by mistake.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+DIRECT_KINDS = (ProviderTarget.Kind.ANTHROPIC, ProviderTarget.Kind.OPENAI)
+
+
+def target_create(
+    *,
+    name: str,
+    kind: str,
+    base_url: str = "",
+    model: str = "",
+    api_key_env: str = "",
+    command: str = "",
+    fallbacks: Sequence[int] = (),
+) -> ProviderTarget:
+    """Create a provider target with its ordered fallbacks (ids of existing targets)."""
+    name = name.strip()
+    if not name:
+        raise InvalidInput("name", "must not be empty")
+    if kind not in ProviderTarget.Kind.values:
+        raise InvalidInput("kind", f"must be one of {', '.join(ProviderTarget.Kind.values)}")
+    if api_key_env and not _ENV_NAME.match(api_key_env):
+        raise InvalidInput("api_key_env", "must be the name of an environment variable, not a key")
+    if kind in DIRECT_KINDS and not model:
+        raise InvalidInput("model", "is required for direct provider targets")
+    if kind == ProviderTarget.Kind.ACP and not command.strip():
+        raise InvalidInput("command", "is required for ACP targets")
+    fallback_ids = list(fallbacks)
+    if len(set(fallback_ids)) != len(fallback_ids):
+        raise InvalidInput("fallbacks", "must not name a target twice")
+    with transaction.atomic():
+        if ProviderTarget.objects.filter(name=name).exists():
+            raise InvalidInput("name", "a target with this name already exists")
+        known = set(ProviderTarget.objects.filter(pk__in=fallback_ids).values_list("pk", flat=True))
+        unknown = [str(i) for i in fallback_ids if i not in known]
+        if unknown:
+            raise InvalidInput("fallbacks", f"unknown target ids: {', '.join(unknown)}")
+        target = ProviderTarget.objects.create(
+            name=name,
+            kind=kind,
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            command=command,
+        )
+        TargetFallback.objects.bulk_create(
+            TargetFallback(target=target, fallback_id=fallback_id, position=position)
+            for position, fallback_id in enumerate(fallback_ids)
+        )
+    return target
+
+
+def task_create(*, owner: AbstractBaseUser, title: str) -> Task:
+    title = title.strip()
+    if not title:
+        raise InvalidInput("title", "must not be empty")
+    if len(title) > Task._meta.get_field("title").max_length:
+        raise InvalidInput("title", "is too long")
+    return Task.objects.create(owner=owner, title=title)
+
+
+def session_create(
+    *, owner: AbstractBaseUser, target: ProviderTarget, title: str, task: Task | None = None
+) -> Session:
+    """Open a session on ``target``; without a task, one is created from the title."""
+    title = title.strip()
+    if not title:
+        raise InvalidInput("title", "must not be empty")
+    if task is not None and task.owner_id != owner.pk:
+        raise InvalidInput("task", "unknown task")
+    with transaction.atomic():
+        if task is None:
+            task = task_create(owner=owner, title=title)
+        return Session.objects.create(task=task, owner=owner, target=target, title=title[:200])
+
+
+def session_state_set(
+    *, session: Session, state: str, recovery_actions: Sequence[str] = ()
+) -> None:
+    """Move the session (and its task's status) to ``state`` and record it in the event log."""
+    task_status = {
+        Session.State.RUNNING: Task.Status.IN_PROGRESS,
+        Session.State.WAITING_RETRY: Task.Status.IN_PROGRESS,
+        Session.State.NEEDS_ATTENTION: Task.Status.NEEDS_ATTENTION,
+    }.get(state)
+    with transaction.atomic():
+        now = timezone.now()
+        Session.objects.filter(pk=session.pk).update(state=state, updated_at=now)
+        session.state = state
+        if task_status is not None:
+            Task.objects.filter(pk=session.task_id).exclude(status=Task.Status.DONE).update(
+                status=task_status, updated_at=now
+            )
+        event_append(
+            session=session,
+            type=event_names.SESSION_UPDATED,
+            payload={"state": state, "recovery_actions": list(recovery_actions)},
+        )

@@ -1,0 +1,170 @@
+"""Prompt generations: submit, claim, stop, and the three ways a run ends.
+
+State machine: queued -> running -> (succeeded | failed | stopped); queued -> stopped directly
+when Stop arrives before a worker claimed it. Every transition is a conditional UPDATE, so two
+processes racing on one generation can never both win.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from sessions_app import events as event_names
+from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from sessions_app.models import Message, PromptGeneration, Session
+from sessions_app.selectors import user_may_view
+from sessions_app.services.board import session_state_set
+from sessions_app.services.events import event_append
+from sessions_app.services.messages import message_create
+
+State = PromptGeneration.State
+
+
+def prompt_text_clean(text: str) -> str:
+    """The prompt as it will be stored, or InvalidInput(field="text")."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("text", "must not be empty")
+    if len(text) > settings.KANDEV_MAX_PROMPT_CHARS:
+        raise InvalidInput("text", f"must be at most {settings.KANDEV_MAX_PROMPT_CHARS} characters")
+    return text.strip()
+
+
+def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> PromptGeneration:
+    """Write the user's message and a new queued generation, then enqueue the run on commit.
+
+    Raises InvalidInput for an empty or oversized prompt, GenerationActive while another
+    generation of this session is queued, running or waiting to retry.
+    """
+    from sessions_app.tasks import run_generation  # the task module imports services
+
+    text = prompt_text_clean(text)
+    if not user_may_view(user=user, session=session):
+        raise SessionNotFound(session.pk)
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        if PromptGeneration.objects.filter(
+            session=locked, state__in=PromptGeneration.ACTIVE_STATES
+        ).exists():
+            raise GenerationActive(session.pk)
+        last = PromptGeneration.objects.filter(session=locked).aggregate(n=Max("number"))["n"]
+        generation = PromptGeneration.objects.create(session=locked, number=(last or 0) + 1)
+        message_create(
+            session=locked,
+            generation=generation,
+            role=Message.Role.USER,
+            text=text,
+            metadata={"author": user.get_username()},
+        )
+        _generation_event(generation)
+        session_state_set(session=locked, state=Session.State.RUNNING)
+        generation_id = generation.pk
+        # robust: the prompt is committed either way; a broker hiccup must not turn that into a
+        # server error. A queued generation that never got its task is re-enqueued by a sweeper.
+        transaction.on_commit(lambda: run_generation.delay(generation_id), robust=True)
+    session.state = locked.state
+    session.last_seq = locked.last_seq
+    return generation
+
+
+def generation_claim(*, generation_id: int) -> PromptGeneration | None:
+    """Take a queued generation for this worker. A duplicate delivery gets None and must do
+    nothing: the conditional UPDATE lets exactly one claimant through."""
+    claimed = PromptGeneration.objects.filter(pk=generation_id, state=State.QUEUED).update(
+        state=State.RUNNING, claimed_at=timezone.now()
+    )
+    if claimed != 1:
+        return None
+    generation = PromptGeneration.objects.select_related("session", "session__target").get(
+        pk=generation_id
+    )
+    _generation_event(generation)
+    return generation
+
+
+def generation_stop_requested(*, generation_id: int) -> bool:
+    return PromptGeneration.objects.filter(pk=generation_id, stop_requested=True).exists()
+
+
+def session_stop(*, session: Session, user: AbstractBaseUser) -> PromptGeneration | None:
+    """Ask the active generation to stop. Returns it, or None when nothing was running (pressing
+    Stop twice is harmless). A queued generation no worker has claimed is stopped here; a running
+    one is flagged and its worker ends it within about a flush interval, keeping partial text."""
+    if not user_may_view(user=user, session=session):
+        raise SessionNotFound(session.pk)
+    with transaction.atomic():
+        generation = (
+            PromptGeneration.objects.select_for_update()
+            .filter(session=session, state__in=PromptGeneration.ACTIVE_STATES)
+            .order_by("-number")
+            .first()
+        )
+        if generation is None:
+            return None
+        PromptGeneration.objects.filter(pk=generation.pk).update(stop_requested=True)
+        generation.stop_requested = True
+        if generation.state == State.QUEUED:
+            generation_end(generation=generation, state=State.STOPPED)
+    return generation
+
+
+def generation_end(
+    *, generation: PromptGeneration, state: str, error_code: str = "", error_message: str = ""
+) -> bool:
+    """Finish an active generation as succeeded, failed or stopped and settle the session.
+
+    Returns False (and changes nothing) when the generation had already ended, e.g. a stop that
+    raced a success. ``error_message`` must already be redacted.
+    """
+    if state not in (State.SUCCEEDED, State.FAILED, State.STOPPED):
+        raise ValueError(f"{state!r} does not end a generation")
+    with transaction.atomic():
+        ended = PromptGeneration.objects.filter(
+            pk=generation.pk, state__in=PromptGeneration.ACTIVE_STATES
+        ).update(
+            state=state,
+            error_code=error_code,
+            error_message=error_message,
+            finished_at=timezone.now(),
+        )
+        if ended != 1:
+            return False
+        generation.state = state
+        generation.error_code = error_code
+        generation.error_message = error_message
+        _generation_event(generation)
+        session_state = (
+            Session.State.NEEDS_ATTENTION if state == State.FAILED else Session.State.IDLE
+        )
+        session_state_set(session=generation.session, state=session_state)
+    return True
+
+
+def _generation_event(generation: PromptGeneration) -> None:
+    payload = {"number": generation.number, "state": generation.state}
+    if generation.error_code:
+        payload["error_code"] = generation.error_code
+        payload["error_message"] = generation.error_message
+    event_append(session=generation.session, type=event_names.GENERATION_UPDATED, payload=payload)
+
+
+def generations_requeue_stale(*, older_than_s: float = 30.0) -> list[int]:
+    """Enqueue again every generation still queued after ``older_than_s`` (its task was lost to a
+    broker hiccup, or its enqueue never happened). Duplicates are harmless: the claim lets one
+    delivery through. Returns the ids re-enqueued."""
+    from sessions_app.tasks import run_generation
+
+    cutoff = timezone.now() - dt.timedelta(seconds=older_than_s)
+    stale = list(
+        PromptGeneration.objects.filter(state=State.QUEUED, created_at__lt=cutoff).values_list(
+            "pk", flat=True
+        )
+    )
+    for generation_id in stale:
+        run_generation.delay(generation_id)
+    return stale

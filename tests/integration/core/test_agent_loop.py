@@ -1,0 +1,242 @@
+"""The agent loop end to end: real mock provider over HTTP, the real SDK, real Postgres."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from recovery.mock.testing import running_mock_server
+from sessions_app import events as ev
+from sessions_app.agent.runner import generation_run
+from sessions_app.models import (
+    Message,
+    Note,
+    PromptGeneration,
+    ProviderTarget,
+    Session,
+    SessionEvent,
+)
+from sessions_app.services import prompt_submit, session_create, session_stop
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(scope="module")
+def mock_url():
+    with running_mock_server() as url:
+        yield url
+
+
+@pytest.fixture
+def provider(mock_url):
+    """The mock server, reset, with a way to see what it was asked."""
+    urllib.request.urlopen(urllib.request.Request(f"{mock_url}/_mock/reset", method="POST"))
+
+    class Provider:
+        url = mock_url
+
+        @staticmethod
+        def requests() -> list[dict]:
+            with urllib.request.urlopen(f"{mock_url}/_mock/requests") as response:
+                return json.load(response)["requests"]
+
+    return Provider
+
+
+@pytest.fixture
+def chat(alice, provider):
+    target = ProviderTarget.objects.create(
+        name="Mock", kind=ProviderTarget.Kind.MOCK, model="mock-1", base_url=provider.url
+    )
+    return session_create(owner=alice, target=target, title="Chat")
+
+
+def submit(session: Session, user, text: str) -> PromptGeneration:
+    return prompt_submit(session=session, user=user, text=text)
+
+
+def rows(session: Session) -> list[tuple[str, str, bool]]:
+    return [
+        (m.role, m.status, m.incomplete)
+        for m in Message.objects.filter(session=session).order_by("id")
+    ]
+
+
+def test_a_plain_answer_streams_and_persists(chat, alice, provider):
+    generation = submit(chat, alice, "tell me about tides")
+    generation_run(generation_id=generation.pk)
+
+    generation.refresh_from_db()
+    chat.refresh_from_db()
+    assert generation.state == PromptGeneration.State.SUCCEEDED
+    assert chat.state == Session.State.IDLE
+    assert rows(chat) == [("user", "complete", False), ("assistant", "complete", False)]
+    answer = Message.objects.get(session=chat, role="assistant")
+    assert answer.text.startswith("You asked about tell me about tides.")
+    types = list(SessionEvent.objects.filter(session=chat).values_list("type", flat=True))
+    assert types[-3:] == [ev.MESSAGE_UPDATED, ev.GENERATION_UPDATED, ev.SESSION_UPDATED]
+    assert len(provider.requests()) == 1
+
+
+def test_a_redelivered_run_reaches_the_provider_once(chat, alice, provider):
+    generation = submit(chat, alice, "hello")
+    barrier = threading.Barrier(2)
+    results: list[object] = []
+
+    def deliver() -> None:
+        barrier.wait()
+        try:
+            results.append(generation_run(generation_id=generation.pk))
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=deliver) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+
+    assert sorted(r is None for r in results) == [False, True]
+    assert len(provider.requests()) == 1
+    assert Message.objects.filter(session=chat, role="assistant").count() == 1
+
+
+def message_updates(captured: CaptureQueriesContext) -> int:
+    return sum(
+        1 for q in captured.captured_queries if q["sql"].startswith('UPDATE "sessions_app_message"')
+    )
+
+
+@pytest.mark.parametrize("scenario", ["/slow-stream:40", "/long:3000"])
+def test_coalescing_bounds_database_writes_per_message(chat, alice, provider, scenario, settings):
+    settings.KANDEV_STREAM_FLUSH_INTERVAL = 0.1
+    generation = submit(chat, alice, f"{scenario} stream this")
+    with CaptureQueriesContext(connection) as captured:
+        generation_run(generation_id=generation.pk)
+
+    answer = Message.objects.get(session=chat, role="assistant")
+    streaming_s = (answer.updated_at - answer.created_at).total_seconds()
+    deltas = len(answer.text.split(" "))
+    assert answer.status == "complete" and deltas > 10
+    assert message_updates(captured) <= streaming_s / 0.1 + 1
+    assert message_updates(captured) < deltas  # never a write per token
+
+
+def test_a_tool_runs_once_even_when_the_run_is_redelivered(chat, alice, provider):
+    generation = submit(chat, alice, '/tool append_note {"text": "buy milk"} please')
+    generation_run(generation_id=generation.pk)
+    assert generation_run(generation_id=generation.pk) is None
+
+    assert list(Note.objects.filter(session=chat).values_list("text", flat=True)) == ["buy milk"]
+    assert [r[0] for r in rows(chat)] == [
+        "user",
+        "assistant",
+        "tool_call",
+        "tool_result",
+        "assistant",
+    ]
+    call = Message.objects.get(session=chat, role="tool_call")
+    result = Message.objects.get(session=chat, role="tool_result")
+    assert call.metadata["name"] == "append_note"
+    assert result.metadata["tool_call_id"] == call.metadata["tool_call_id"]
+    final = Message.objects.filter(session=chat, role="assistant").last()
+    assert final.text.startswith("The tool returned: Saved note #")
+    assert len(provider.requests()) == 2
+    generation.refresh_from_db()
+    assert generation.state == PromptGeneration.State.SUCCEEDED
+
+
+def test_stop_ends_the_run_promptly_and_keeps_partial_text_incomplete(chat, alice, provider):
+    generation = submit(chat, alice, "/slow-stream:150 a long story")
+    worker = threading.Thread(
+        target=lambda: (generation_run(generation_id=generation.pk), connection.close())
+    )
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not Message.objects.filter(session=chat, role="assistant").exists():
+        assert time.monotonic() < deadline, "the answer never started"
+        time.sleep(0.02)
+    stopped_at = time.monotonic()
+    session_stop(session=chat, user=alice)
+    worker.join(10)
+    took = time.monotonic() - stopped_at
+
+    assert not worker.is_alive() and took < 1.0
+    generation.refresh_from_db()
+    chat.refresh_from_db()
+    assert generation.state == PromptGeneration.State.STOPPED
+    assert chat.state == Session.State.IDLE
+    answer = Message.objects.get(session=chat, role="assistant")
+    assert answer.incomplete and answer.text
+    assert "deterministically" not in answer.text  # the full answer never arrived
+
+
+def test_a_provider_failure_needs_attention_with_an_honest_redacted_message(
+    alice, provider, monkeypatch
+):
+    monkeypatch.setenv("KANDEV_TEST_ANTHROPIC_KEY", "sk-ant-test-000")
+    target = ProviderTarget.objects.create(
+        name="Claude via mock",
+        kind=ProviderTarget.Kind.ANTHROPIC,
+        model="claude-test",
+        base_url=provider.url,
+        api_key_env="KANDEV_TEST_ANTHROPIC_KEY",
+    )
+    chat = session_create(owner=alice, target=target, title="Busy")
+    generation = submit(chat, alice, "/overloaded-after-text:1 hello")
+    generation_run(generation_id=generation.pk)
+
+    generation.refresh_from_db()
+    chat.refresh_from_db()
+    assert generation.state == PromptGeneration.State.FAILED
+    assert generation.error_code == "provider_overloaded"
+    assert generation.error_message.startswith("Provider overloaded.")
+    assert chat.state == Session.State.NEEDS_ATTENTION
+    assert chat.task.status == "needs_attention"
+    partial = Message.objects.get(session=chat, role="assistant")
+    assert (partial.status, partial.incomplete) == ("error", True) and partial.text
+    stored = json.dumps(list(SessionEvent.objects.filter(session=chat).values("payload")))
+    assert "sk-ant-test-000" not in stored + generation.error_message
+    assert len(provider.requests()) == 1  # no automatic retry yet
+
+
+def test_a_missing_key_fails_without_calling_the_provider(alice, provider):
+    target = ProviderTarget.objects.create(
+        name="No key",
+        kind=ProviderTarget.Kind.ANTHROPIC,
+        model="claude-test",
+        base_url=provider.url,
+        api_key_env="KANDEV_TEST_KEY_THAT_IS_NOT_SET",
+    )
+    chat = session_create(owner=alice, target=target, title="Keyless")
+    generation = submit(chat, alice, "hello")
+    generation_run(generation_id=generation.pk)
+
+    generation.refresh_from_db()
+    assert generation.error_code == "missing_credentials"
+    assert "KANDEV_TEST_KEY_THAT_IS_NOT_SET" in generation.error_message
+    assert provider.requests() == []
+
+
+def test_a_tool_call_whose_turn_failed_is_never_run_and_is_sealed_next_time(chat, alice, provider):
+    generation = submit(chat, alice, "/tool-complete-fail:1 note it")
+    generation_run(generation_id=generation.pk)
+
+    generation.refresh_from_db()
+    assert generation.state == PromptGeneration.State.FAILED
+    assert Message.objects.filter(session=chat, role="tool_call").count() == 1
+    assert not Note.objects.exists()
+
+    follow_up = submit(chat, alice, "are you still there?")
+    generation_run(generation_id=follow_up.pk)
+    follow_up.refresh_from_db()
+    assert follow_up.state == PromptGeneration.State.SUCCEEDED
+    assert not Note.objects.exists()  # the sealed call was not run by the later turn either
+    sent = provider.requests()[-1]
+    assert len(provider.requests()) == 2 and sent["scenario"] == "plain"

@@ -1,0 +1,93 @@
+"""Coalescing with an injected clock: exactly when the writer touches the database."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from recovery.clock import FakeClock
+from sessions_app import events as ev
+from sessions_app.agent.coalescer import StreamWriter
+from sessions_app.models import Message, SessionEvent
+from sessions_app.services import event_append, generation_claim, prompt_submit
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def writer_and_clock(session, alice):
+    generation = generation_claim(
+        generation_id=prompt_submit(session=session, user=alice, text="go").pk
+    )
+    clock = FakeClock()
+    writer = StreamWriter(session=session, generation=generation, flush_interval_s=0.1, clock=clock)
+    return writer, clock
+
+
+def appended(session) -> list[dict]:
+    return [
+        e.payload for e in SessionEvent.objects.filter(session=session, type=ev.MESSAGE_APPENDED)
+    ]
+
+
+def test_the_first_delta_shows_at_once_and_later_ones_wait_for_the_interval(
+    session, writer_and_clock
+):
+    writer, clock = writer_and_clock
+    writer.delta(role="assistant", text="Hel")
+    message = Message.objects.get(session=session, role="assistant")
+    assert (message.text, message.status) == ("Hel", "streaming")
+
+    clock.advance(0.04)
+    writer.delta(role="assistant", text="lo")
+    clock.advance(0.04)
+    writer.delta(role="assistant", text=", ")
+    assert appended(session) == []  # 80 ms since the last write: still buffered
+
+    clock.advance(0.03)
+    writer.delta(role="assistant", text="world")
+    assert appended(session) == [{"id": message.pk, "offset": 3, "text": "lo, world"}]
+
+    clock.advance(0.01)
+    writer.delta(role="assistant", text="!")
+    writer.close()
+    message.refresh_from_db()
+    assert (message.text, message.status, message.incomplete) == (
+        "Hello, world!",
+        "complete",
+        False,
+    )
+    assert len(appended(session)) == 1  # the tail went out with the final write
+
+
+def test_switching_from_thinking_to_text_closes_the_thinking_row(session, writer_and_clock):
+    writer, _ = writer_and_clock
+    writer.delta(role="thinking", text="hmm")
+    writer.delta(role="assistant", text="Answer")
+    writer.close(incomplete=True)
+    rows = list(
+        Message.objects.filter(session=session)
+        .exclude(role="user")
+        .values_list("role", "status", "incomplete")
+    )
+    assert rows == [("thinking", "complete", False), ("assistant", "complete", True)]
+
+
+def test_a_failed_push_never_breaks_the_writer(
+    session, settings, caplog, django_capture_on_commit_callbacks
+):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead_port = probe.getsockname()[1]
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [f"redis://127.0.0.1:{dead_port}/0"]},
+        }
+    }
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        event = event_append(session=session, type=ev.SESSION_UPDATED, payload={"state": "idle"})
+    assert len(callbacks) == 1
+    assert "push of session" in caplog.text  # it really failed, and was only logged
+    assert SessionEvent.objects.get(pk=event.pk).seq == 1

@@ -1,0 +1,58 @@
+"""A real Celery worker process picks the run up from Redis and streams the answer into Postgres."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from recovery.mock.testing import running_mock_server
+from sessions_app.models import Message, PromptGeneration, ProviderTarget
+from sessions_app.services import prompt_submit, session_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def worker(celery_queue, tmp_path):
+    database = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/"
+        f"{database['NAME']}",
+        "KANDEV_CELERY_QUEUE": celery_queue,
+        "LOG_LEVEL": "WARNING",
+    }
+    log = (tmp_path / "worker.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "kandev_web", "worker", "-P", "solo",
+         "-Q", celery_queue, "--without-mingle", "--without-gossip", "--without-heartbeat"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    yield process
+    process.terminate()
+    process.wait(10)
+    log.close()
+
+
+def test_a_submitted_prompt_is_answered_by_a_real_worker(alice, worker):
+    with running_mock_server() as url:
+        target = ProviderTarget.objects.create(name="Mock", kind="mock", base_url=url)
+        chat = session_create(owner=alice, target=target, title="Worker")
+        generation = prompt_submit(session=chat, user=alice, text="hello worker")
+        deadline = time.monotonic() + 30
+        while generation.state not in ("succeeded", "failed", "stopped"):
+            assert worker.poll() is None, "the worker exited"
+            assert time.monotonic() < deadline, "the worker never finished the generation"
+            time.sleep(0.1)
+            generation.refresh_from_db()
+
+    assert generation.state == PromptGeneration.State.SUCCEEDED
+    answer = Message.objects.get(session=chat, role="assistant")
+    assert answer.text.startswith("You asked about hello worker.")

@@ -1,0 +1,65 @@
+"""Building the model's history from transcript rows (no database: rows are built in memory)."""
+
+from __future__ import annotations
+
+from recovery.events import TextPart, ToolResultPart, ToolUsePart, Turn
+from sessions_app.agent.transcript import SEALED_RESULT, turns_from_messages
+from sessions_app.models import Message
+
+
+def row(role: str, text: str = "", *, incomplete: bool = False, **metadata) -> Message:
+    return Message(role=role, text=text, incomplete=incomplete, metadata=metadata)
+
+
+def test_it_alternates_user_and_assistant_text():
+    turns = turns_from_messages([row("user", "hi"), row("assistant", "hello"), row("user", "bye")])
+    assert turns == (
+        Turn("user", (TextPart("hi"),)),
+        Turn("assistant", (TextPart("hello"),)),
+        Turn("user", (TextPart("bye"),)),
+    )
+
+
+def test_incomplete_partial_output_and_thinking_are_not_fed_back():
+    turns = turns_from_messages(
+        [
+            row("user", "first"),
+            row("thinking", "pondering"),
+            row("assistant", "half an ans", incomplete=True),
+            row("user", "second"),
+        ]
+    )
+    # Dropping the partial answer merges the two prompts into one user turn, never two in a row.
+    assert turns == (Turn("user", (TextPart("first"), TextPart("second"))),)
+
+
+def test_tool_calls_and_results_become_tool_use_and_tool_result_parts():
+    turns = turns_from_messages(
+        [
+            row("user", "note this"),
+            row("assistant", "Saving it."),
+            row("tool_call", tool_call_id="t1", name="append_note", arguments={"text": "x"}),
+            row("tool_result", "Saved note #1.", tool_call_id="t1", is_error=False),
+        ]
+    )
+    assert turns == (
+        Turn("user", (TextPart("note this"),)),
+        Turn(
+            "assistant", (TextPart("Saving it."), ToolUsePart("t1", "append_note", {"text": "x"}))
+        ),
+        Turn("user", (ToolResultPart("t1", "Saved note #1.", is_error=False),)),
+    )
+
+
+def test_a_tool_call_that_never_ran_is_sealed_not_rerun():
+    turns = turns_from_messages(
+        [
+            row("user", "note this"),
+            row("tool_call", tool_call_id="t9", name="append_note", arguments={"text": "x"}),
+            row("user", "are you there?"),
+        ]
+    )
+    assert turns[-1] == Turn(
+        "user",
+        (ToolResultPart("t9", SEALED_RESULT, is_error=True), TextPart("are you there?")),
+    )
