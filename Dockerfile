@@ -1,0 +1,24 @@
+# The app image: web (Daphne), worker, beat and the mock provider all run from it.
+FROM python:3.12-slim-bookworm
+
+ENV PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    UV_PROJECT_ENVIRONMENT=/opt/venv \
+    UV_PYTHON_DOWNLOADS=never \
+    PATH=/opt/venv/bin:$PATH
+
+WORKDIR /app
+RUN pip install --no-cache-dir uv==0.13.9
+
+# Dependencies first, so code changes do not reinstall them. No dev group in the image.
+COPY pyproject.toml uv.lock ./
+RUN uv sync --frozen --no-dev --no-install-project
+
+# Static files need no collectstatic: Daphne serves them through the ASGI static handler
+# (kandev_web/asgi.py).
+COPY . .
+
+RUN useradd --create-home --uid 1000 kandev
+USER kandev
+EXPOSE 8000
+CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "kandev_web.asgi:application"]

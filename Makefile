@@ -1,0 +1,89 @@
+# Kandev Web. `make run` to use it, `make test` to check it. See README.md.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+UV_VERSION := 0.13.9
+# Re-sync only when the lock or the project file changes: the stamp's name carries their hash.
+LOCK_HASH := $(shell cat uv.lock pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
+STAMP := $(VENV)/.synced-$(LOCK_HASH)
+# Embedded services for `make test` / `make bench` live apart from `make run`'s, so a running app
+# and a test run never share a database server or a Redis.
+TEST_STATE := .kandev/test
+WITH_SERVICES := $(PY) -m kandev_web.devservices --state-dir $(TEST_STATE) exec --
+# Narrow a run: make test PYTEST_ARGS="tests/integration/ops -x"
+PYTEST_ARGS ?=
+
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+export UV_PYTHON_DOWNLOADS := never
+
+.PHONY: help install run test test-browser test-slow bench lint shell worker
+
+help:
+	@echo "make run           start the app (embedded Postgres/Redis unless DATABASE_URL/REDIS_URL are set)"
+	@echo "make test          run the default test suite (PYTEST_ARGS=... to narrow it)"
+	@echo "make test-browser  browser tests (Playwright + Debian chromium)"
+	@echo "make test-slow     load and chaos tests"
+	@echo "make bench         run benchmarks/bench_*.py and print one table"
+	@echo "make lint          ruff check"
+	@echo "make shell         Django shell against the running app's services"
+	@echo "make worker        an extra Celery worker against the running app's services"
+	@echo "make install       create .venv and sync it with uv.lock (run by the others)"
+
+install: $(STAMP)
+
+$(STAMP): uv.lock pyproject.toml
+	@if ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then \
+	  python=""; \
+	  for candidate in "$${PYTHON:-}" python3.12 \
+	      "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.12*/bin/python3.12 \
+	      /root/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
+	    if [ -n "$$candidate" ] && "$$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then \
+	      python="$$candidate"; break; \
+	    fi; \
+	  done; \
+	  if [ -z "$$python" ]; then \
+	    echo "No Python 3.12 found. Install it (or set PYTHON=/path/to/python3.12) and retry." >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "Creating $(VENV) with $$python"; \
+	  rm -rf $(VENV); "$$python" -m venv $(VENV); \
+	fi
+	@if [ "$$($(VENV)/bin/uv --version 2>/dev/null)" != "uv $(UV_VERSION)" ]; then \
+	  $(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip --upgrade >/dev/null; \
+	  $(PY) -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"; \
+	fi
+	$(VENV)/bin/uv sync --frozen --python $(PY)
+	@rm -f $(VENV)/.synced-*
+	@touch $@
+
+run: install
+	$(PY) -m kandev_web.supervisor
+
+test: install
+	$(WITH_SERVICES) $(PY) -m pytest $(PYTEST_ARGS)
+
+test-browser: install
+	$(WITH_SERVICES) $(PY) -m pytest -m browser $(PYTEST_ARGS)
+
+# ALLOW_EMPTY=1: pytest's exit 5 ("no tests collected") counts as success (.ci/run sets it).
+test-slow: install
+	$(WITH_SERVICES) $(PY) -m pytest -m "load or chaos" $(PYTEST_ARGS) || { \
+	  code=$$?; \
+	  if [ "$$code" = 5 ] && [ -n "$(ALLOW_EMPTY)" ]; then echo "no load or chaos tests collected"; \
+	  else exit "$$code"; fi; }
+
+bench: install
+	$(WITH_SERVICES) $(PY) -m benchmarks $(BENCH)
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+shell: install
+	$(PY) manage.py shell
+
+worker: install
+	$(PY) -m celery -A kandev_web worker --loglevel INFO

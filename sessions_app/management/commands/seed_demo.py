@@ -1,0 +1,75 @@
+"""Seed what a first look needs: the `demo` user, a "Mock" provider target and one demo session.
+
+Idempotent: run on every `make run`. The password comes from --password or KANDEV_DEMO_PASSWORD
+(the supervisor passes it through the environment so it never shows in a process listing);
+without either a fresh one is generated. Either way it is printed, because it is a local dev login.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from sessions_app.models import ProviderTarget, Session
+from sessions_app.services import session_create, target_create, task_create
+
+DEMO_USERNAME = "demo"
+MOCK_TARGET_NAME = "Mock"
+MOCK_MODEL = "mock-1"
+DEMO_SESSION_TITLE = "Try the mock provider"
+
+
+@dataclass(frozen=True, slots=True)
+class DemoSeed:
+    username: str
+    password: str
+    target_id: int
+    session_id: int
+
+
+def demo_seed(*, password: str, mock_url: str) -> DemoSeed:
+    with transaction.atomic():
+        user, _ = get_user_model().objects.get_or_create(username=DEMO_USERNAME)
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        target = ProviderTarget.objects.filter(name=MOCK_TARGET_NAME).first()
+        if target is None:
+            target = target_create(
+                name=MOCK_TARGET_NAME,
+                kind=ProviderTarget.Kind.MOCK,
+                base_url=mock_url,
+                model=MOCK_MODEL,
+            )
+        else:
+            # The mock's port may differ from the last run (KANDEV_MOCK_PORT): follow it.
+            ProviderTarget.objects.filter(pk=target.pk).update(
+                kind=ProviderTarget.Kind.MOCK, base_url=mock_url, model=MOCK_MODEL
+            )
+        session = Session.objects.filter(owner=user).order_by("id").first()
+        if session is None:
+            task = task_create(owner=user, title="Demo task")
+            session = session_create(owner=user, target=target, title=DEMO_SESSION_TITLE, task=task)
+    return DemoSeed(
+        username=user.username, password=password, target_id=target.pk, session_id=session.pk
+    )
+
+
+class Command(BaseCommand):
+    help = "Create or refresh the demo user, the Mock provider target and a demo session."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--password", default=None, help="the demo user's password")
+
+    def handle(self, *args, password: str | None = None, **options):
+        password = password or os.environ.get("KANDEV_DEMO_PASSWORD") or secrets.token_urlsafe(9)
+        seed = demo_seed(password=password, mock_url=settings.KANDEV_MOCK_PROVIDER_URL)
+        self.stdout.write(
+            f"Demo login: {seed.username} / {seed.password} "
+            f"(target {MOCK_TARGET_NAME} #{seed.target_id}, session #{seed.session_id})"
+        )

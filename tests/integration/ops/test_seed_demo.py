@@ -1,0 +1,67 @@
+"""`manage.py seed_demo`: what `make run` seeds on every start, idempotently."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from sessions_app.models import ProviderTarget, Session
+
+pytestmark = pytest.mark.django_db
+
+
+def seed(**options) -> str:
+    out = io.StringIO()
+    call_command("seed_demo", stdout=out, **options)
+    return out.getvalue()
+
+
+def test_it_creates_the_demo_user_a_mock_target_and_a_session(settings):
+    settings.KANDEV_MOCK_PROVIDER_URL = "http://127.0.0.1:18765"
+
+    output = seed(password="demo-pass-1")
+
+    demo = get_user_model().objects.get(username="demo")
+    assert demo.check_password("demo-pass-1")
+    assert "Demo login: demo / demo-pass-1" in output
+    target = ProviderTarget.objects.get(name="Mock")
+    assert (target.kind, target.model, target.base_url) == ("mock", "mock-1", "http://127.0.0.1:18765")
+    session = Session.objects.get(owner=demo)
+    assert session.target == target
+    assert session.task.owner == demo
+
+
+def test_running_it_again_changes_the_password_and_follows_the_mock_without_duplicates(settings):
+    settings.KANDEV_MOCK_PROVIDER_URL = "http://127.0.0.1:18765"
+    seed(password="first-pass")
+    settings.KANDEV_MOCK_PROVIDER_URL = "http://127.0.0.1:19999"
+
+    seed(password="second-pass")
+
+    demo = get_user_model().objects.get(username="demo")
+    assert demo.check_password("second-pass")
+    assert not demo.check_password("first-pass")
+    assert ProviderTarget.objects.filter(name="Mock").count() == 1
+    assert ProviderTarget.objects.get(name="Mock").base_url == "http://127.0.0.1:19999"
+    assert Session.objects.filter(owner=demo).count() == 1
+
+
+def test_without_a_password_it_generates_and_prints_one(monkeypatch):
+    monkeypatch.delenv("KANDEV_DEMO_PASSWORD", raising=False)
+
+    output = seed()
+
+    password = output.split("Demo login: demo / ", 1)[1].split()[0]
+    assert len(password) >= 12
+    assert get_user_model().objects.get(username="demo").check_password(password)
+
+
+def test_it_takes_the_password_from_the_environment(monkeypatch):
+    monkeypatch.setenv("KANDEV_DEMO_PASSWORD", "from-the-env-pass")
+
+    seed()
+
+    assert get_user_model().objects.get(username="demo").check_password("from-the-env-pass")
