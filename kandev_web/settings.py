@@ -133,6 +133,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "sessions_app",
+    "recovery.django",
 ]
 
 MIDDLEWARE = [
@@ -193,6 +194,15 @@ CELERY_TASK_TIME_LIMIT = env_int("KANDEV_TASK_TIME_LIMIT", 960)
 CELERY_TASK_DEFAULT_QUEUE = env_str("KANDEV_CELERY_QUEUE", "kandev")
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 60}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    # A retry whose scheduled task was lost with its worker is re-enqueued; stale notices retired.
+    "ladder-sweep": {"task": "ladder.sweep", "schedule": env_float("KANDEV_SWEEP_INTERVAL", 10.0)},
+    # A queued generation whose run was never enqueued (broker hiccup) is enqueued again.
+    "requeue-stale-generations": {
+        "task": "sessions_app.requeue_stale_generations",
+        "schedule": 30.0,
+    },
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -20,7 +20,9 @@ DEFAULT_DELAYS_S: tuple[float, ...] = (5.0, 10.0, 20.0, 40.0, 60.0)
 @dataclass(frozen=True, slots=True)
 class RetrySettings:
     delays_s: tuple[float, ...] = DEFAULT_DELAYS_S
-    max_attempts: int = 5  # total attempts including the first
+    # Automatic retries after the first call: one per ladder step by default, so every delay of
+    # the ladder is used and the banner reads "attempt 1 of 5" on the first retry.
+    max_attempts: int = 5
     jitter: float = 0.2  # each ladder delay moves by up to +-20 % so clients do not synchronise
     deadline_s: float = 150.0  # wall-clock limit for automatic recovery of one turn
     retry_after_cap_s: float = 60.0  # a Retry-After floor never holds a turn longer than this
@@ -28,8 +30,8 @@ class RetrySettings:
     def __post_init__(self) -> None:
         if not self.delays_s or any(_bad_number(d) or d < 0 for d in self.delays_s):
             raise ValueError("delays_s must be one or more non-negative numbers")
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+        if self.max_attempts < 0:
+            raise ValueError("max_attempts must be zero or more")
         if _bad_number(self.jitter) or not 0 <= self.jitter < 1:
             raise ValueError("jitter must be in [0, 1)")
         if _bad_number(self.deadline_s) or self.deadline_s <= 0:
@@ -48,7 +50,7 @@ class RetrySettings:
         if (raw := environ.get("KANDEV_RETRY_DELAYS")) is not None:
             kwargs["delays_s"] = _parse_delays(raw)
         if (raw := environ.get("KANDEV_RETRY_MAX_ATTEMPTS")) is not None:
-            kwargs["max_attempts"] = _parse_int("KANDEV_RETRY_MAX_ATTEMPTS", raw, minimum=1)
+            kwargs["max_attempts"] = _parse_int("KANDEV_RETRY_MAX_ATTEMPTS", raw, minimum=0)
         if (raw := environ.get("KANDEV_RETRY_JITTER")) is not None:
             jitter = _parse_float("KANDEV_RETRY_JITTER", raw)
             if not 0 <= jitter < 1:
@@ -118,7 +120,13 @@ class Budget:
 
     @property
     def attempts_left(self) -> int:
-        return max(self.settings.max_attempts - self.attempts, 0)
+        """Retries still allowed."""
+        return max(self.settings.max_attempts - self.retries, 0)
+
+    @property
+    def retries(self) -> int:
+        """Retries started so far: every attempt after the first."""
+        return max(self.attempts - 1, 0)
 
     def to_dict(self) -> dict[str, Any]:
         return {

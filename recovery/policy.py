@@ -42,8 +42,8 @@ class Decision:
     wait_s: float  # 0 for manual and failover
     retry_at: float | None  # epoch seconds when the next attempt may start
     target: str | None  # the target to use next (failover: the new one); None for manual
-    attempt: int  # the number of the NEXT attempt (1-based), or the last one for manual
-    max_attempts: int
+    attempt: int  # the retry this schedules (1-based); for manual, the retries already made
+    max_attempts: int  # retries allowed for the turn (the "m" of "attempt n of m")
     message: str  # honest, plain user-facing sentence
 
     @property
@@ -72,7 +72,7 @@ def decide(
             wait_s=0.0,
             retry_at=None,
             target=None,
-            attempt=failed_attempt,
+            attempt=budget.retries,
             max_attempts=settings.max_attempts,
             message=message,
         )
@@ -86,12 +86,12 @@ def decide(
     if classification.klass is not Klass.TRANSIENT:
         # A hard failure that names this target (a withdrawn model) may still succeed elsewhere.
         fallback = _next_fallback(fallbacks, budget.visited_targets)
-        can_move = budget.attempts < settings.max_attempts and budget.remaining_s(clock=clock) > 0
+        can_move = budget.attempts_left > 0 and budget.remaining_s(clock=clock) > 0
         if classification.fallback_eligible and fallback is not None and can_move:
             return _failover(classification, budget, fallback, now=now)
         return manual(hard_message(code, resets_in_s=provider_wait_s or None))
-    if budget.attempts >= settings.max_attempts:
-        return manual(exhausted_message(code, attempts=budget.attempts))
+    if budget.attempts_left <= 0:
+        return manual(exhausted_message(code, attempts=budget.retries))
 
     ladder_s = _jittered(settings.delay_after_s(failed_attempt), settings.jitter, rng)
     retry_after_s = _seconds(evidence.retry_after_ms)
@@ -111,7 +111,7 @@ def decide(
             return manual(hard_message(code, resets_in_s=provider_wait_s))
         return manual(out_of_time_message(code, elapsed_s=budget.elapsed_s(clock=clock)))
 
-    next_attempt = budget.attempts + 1
+    next_attempt = budget.retries + 1
     if action is Action.WAIT_FOR_RESET:
         message = wait_for_reset_message(
             code, wait_s=wait_s, attempt=next_attempt, max_attempts=settings.max_attempts
@@ -142,7 +142,7 @@ def _failover(
         wait_s=0.0,
         retry_at=now,
         target=target,
-        attempt=budget.attempts + 1,
+        attempt=budget.retries + 1,
         max_attempts=budget.settings.max_attempts,
         message=failover_message(classification.code, target=target),
     )
@@ -238,6 +238,8 @@ def failover_message(code: Code, *, target: str) -> str:
 
 
 def exhausted_message(code: Code, *, attempts: int) -> str:
+    if attempts == 0:
+        return f"{_reason(code)}. Automatic retries are turned off (KANDEV_RETRY_MAX_ATTEMPTS=0)."
     noun = "attempt" if attempts == 1 else "attempts"
     return f"{_persisted(code)} after {attempts} {noun}."
 

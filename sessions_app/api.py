@@ -14,6 +14,9 @@ from ninja import NinjaAPI, Status
 from sessions_app import selectors, services
 from sessions_app.api_auth import BearerTokenAuth
 from sessions_app.api_schemas import (
+    CancelRetryOut,
+    RecoverIn,
+    SessionPatchIn,
     ErrorOut,
     EventOut,
     PromptIn,
@@ -29,6 +32,7 @@ from sessions_app.api_schemas import (
 )
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
 from sessions_app.models import ProviderTarget, Session, Task
+from sessions_app.services import recovery as recovery_services
 
 api = NinjaAPI(
     title="Kandev Web API",
@@ -164,3 +168,32 @@ def sessions_stop(request: HttpRequest, session_id: int) -> dict:
 def sessions_events(request: HttpRequest, session_id: int, after: int = 0) -> list[dict]:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     return selectors.events_after(session=session, after_seq=max(after, 0), limit=EVENTS_PAGE_LIMIT)
+
+
+@api.post("/v1/sessions/{session_id}/cancel-retry", response={200: CancelRetryOut})
+def sessions_cancel_retry(request: HttpRequest, session_id: int) -> dict:
+    # Deliberately no 404: a foreign or unknown session answers exactly like one without a loop.
+    actions = recovery_services.retry_cancel(session_id=session_id, user=request.auth)
+    return {"recovery_actions": actions}
+
+
+@api.post(
+    "/v1/sessions/{session_id}/recover",
+    response={202: PromptOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+)
+def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) -> Status:
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    generation = recovery_services.session_recover(
+        session=session, user=request.auth, action=payload.action
+    )
+    return Status(202, {"generation": generation.number})
+
+
+@api.patch("/v1/sessions/{session_id}", response={200: SessionOut, 404: ErrorOut, 422: ErrorOut})
+def sessions_update(request: HttpRequest, session_id: int, payload: SessionPatchIn) -> dict:
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    target = ProviderTarget.objects.filter(pk=payload.target).first()
+    if target is None:
+        raise InvalidInput("target", "unknown target")
+    session = recovery_services.session_target_set(session=session, user=request.auth, target=target)
+    return _session_out(session)

@@ -75,13 +75,26 @@ class TargetRef(Schema):
     kind: str
 
 
+class NoticeOut(Schema):
+    id: int
+    reason: str
+    code: str
+    provider: str
+    model: str
+    attempt: int
+    max_attempts: int
+    retry_at: str
+    retry_at_ms: int
+    switched_target: str
+
+
 class SessionDetail(Schema):
     id: int
     title: str
     state: str
     target: TargetRef
     messages: list[MessageOut]
-    notice: dict[str, Any] | None
+    notice: NoticeOut | None
     recovery_actions: list[str]
     last_seq: int
 
@@ -97,6 +110,18 @@ class PromptOut(Schema):
 class StopOut(Schema):
     generation: int | None
     state: str | None
+
+
+class CancelRetryOut(Schema):
+    recovery_actions: list[str]
+
+
+class RecoverIn(Schema):
+    action: Literal["resume", "fresh"]
+
+
+class SessionPatchIn(Schema):
+    target: int
 
 
 class EventOut(Schema):

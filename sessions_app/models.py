@@ -92,6 +92,10 @@ class Session(models.Model):
     state = models.CharField(max_length=20, choices=State.choices, default=State.IDLE)
     # The last allocated SessionEvent.seq; bumped under a row lock by services.event_append.
     last_seq = models.BigIntegerField(default=0)
+    # "Start fresh" begins a new model context here: earlier rows stay visible but are not sent.
+    context_from = models.ForeignKey(
+        "Message", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

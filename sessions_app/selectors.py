@@ -78,6 +78,29 @@ def target_fallback_ids(*, target: ProviderTarget) -> list[int]:
     return [link.fallback_id for link in target.fallback_links.all()]
 
 
+def target_fallback_names(*, target: ProviderTarget) -> list[str]:
+    """The target's fallbacks in order, by name (the ladder's budget records names)."""
+    return [link.fallback.name for link in target.fallback_links.select_related("fallback")]
+
+
+def session_recovery_actions(*, session: Session) -> list[str]:
+    """Resume and Start fresh are offered while the session needs attention and has a prompt to
+    re-run. Derived, never stored, so the snapshot and the pushed events cannot disagree."""
+    if session.state != Session.State.NEEDS_ATTENTION:
+        return []
+    if not Message.objects.filter(session=session, role=Message.Role.USER).exists():
+        return []
+    return ["resume", "fresh"]
+
+
+def session_notice(*, session: Session) -> dict[str, Any] | None:
+    from recovery.django.models import RetryNotice
+    from recovery.django.notices import notice_dict
+
+    notice = RetryNotice.objects.filter(session=session).order_by("-updated_at", "-id").first()
+    return notice_dict(notice) if notice is not None else None
+
+
 def generation_active(*, session: Session) -> PromptGeneration | None:
     """The queued, running or waiting generation of the session, if any (at most one exists)."""
     return (
@@ -107,14 +130,16 @@ def session_snapshot(*, session: Session) -> dict[str, Any]:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         row = Session.objects.select_related("target").get(pk=session.pk)
         messages = [message_dict(m) for m in session_messages(session=row)]
+        notice = session_notice(session=row)
+        recovery_actions = session_recovery_actions(session=row)
     return {
         "id": row.pk,
         "title": row.title,
         "state": row.state,
         "target": {"id": row.target_id, "name": row.target.name, "kind": row.target.kind},
         "messages": messages,
-        "notice": None,
-        "recovery_actions": [],
+        "notice": notice,
+        "recovery_actions": recovery_actions,
         "last_seq": row.last_seq,
     }
 

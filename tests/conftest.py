@@ -1,2 +1,21 @@
 """Shared test set-up. Tests run against the real PostgreSQL and Redis named by DATABASE_URL and
 REDIS_URL (make test starts embedded ones when neither is set)."""
+
+from collections.abc import Iterator
+
+import pytest
+
+from recovery.mock.testing import MockProvider, running_mock_server
+
+
+@pytest.fixture(scope="session")
+def _mock_server_url() -> Iterator[str]:
+    with running_mock_server() as url:
+        yield url
+
+
+@pytest.fixture
+def mock_provider(_mock_server_url: str) -> MockProvider:
+    provider = MockProvider(_mock_server_url)
+    provider.reset()
+    return provider

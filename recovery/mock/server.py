@@ -146,7 +146,11 @@ async def _serve(request: web.Request, *, anthropic: bool) -> web.StreamResponse
     history = anthropic_history(body) if anthropic else openai_history(body)
     plan, model = _plan_for(request, body, history, entry)
     entry.update(
-        model=model, stream=bool(body.get("stream")), tool_results=history.tool_results_seen
+        model=model,
+        stream=bool(body.get("stream")),
+        tool_results=history.tool_results_seen,
+        # The history's shape, so tests can see what a retry or resume sent back.
+        roles=[m.get("role") for m in body.get("messages") or [] if isinstance(m, dict)],
     )
     if plan.http_error is not None:
         fail = plan.http_error.fail

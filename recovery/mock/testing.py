@@ -5,12 +5,21 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
+import httpx2
 from aiohttp import web
 
+from recovery.clock import FakeClock
+from recovery.providers import TargetConfig
+
 from recovery.mock.server import build_app
+
+FAKE_ANTHROPIC_KEY = "sk-ant-test-000"
+FAKE_OPENAI_KEY = "sk-test-000"
 
 
 @contextmanager
@@ -53,3 +62,54 @@ def running_mock_server(host: str = "127.0.0.1") -> Iterator[str]:
         stopped.wait(5)
         thread.join(5)
         sock.close()
+
+
+@dataclass(frozen=True, slots=True)
+class MockProvider:
+    url: str
+
+    def target(self, wire: str, *, model: str = "mock-1", name: str = "") -> TargetConfig:
+        if wire == "openai":
+            return TargetConfig(
+                "openai", f"{self.url}/v1", model, FAKE_OPENAI_KEY, name or f"openai-{model}"
+            )
+        return TargetConfig(
+            "anthropic", self.url, model, FAKE_ANTHROPIC_KEY, name or f"anthropic-{model}"
+        )
+
+    def requests(self) -> list[dict]:
+        return httpx2.get(f"{self.url}/_mock/requests").json()["requests"]
+
+    def count(self) -> int:
+        return len(self.requests())
+
+    def reset(self) -> None:
+        httpx2.post(f"{self.url}/_mock/reset").raise_for_status()
+
+    def script(self, scenario: str, **match: str) -> None:
+        httpx2.post(
+            f"{self.url}/_mock/script", json={"scenario": scenario, **match}
+        ).raise_for_status()
+
+    def wait_for(self, predicate, *, timeout_s: float = 2.0) -> list[dict]:
+        """Poll the request log until ``predicate(requests)`` holds (the server works async)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            seen = self.requests()
+            if predicate(seen) or time.monotonic() > deadline:
+                return seen
+            time.sleep(0.01)
+
+
+class SplitClock:
+    """Fake wall clock (budgets, backoff: advanced by the injected sleep) over real monotonic
+    time (guard timeouts, which tests set to fractions of a second)."""
+
+    def __init__(self) -> None:
+        self.wall = FakeClock()
+
+    def now(self) -> float:
+        return self.wall.now()
+
+    def monotonic(self) -> float:
+        return time.monotonic()

@@ -1,7 +1,8 @@
 """What a failed run tells the user: the single place a provider failure becomes an outcome.
 
-For now every failure ends the run honestly (no automatic retry yet). The visible retry ladder
-replaces ``failure_outcome`` with a call into recovery.policy.decide; nothing else needs to move.
+Provider failures go through the visible retry ladder (recovery.django.ladder); when it hands the
+turn back, ``ladder_outcome`` words the card. A target that cannot be called at all (no key,
+unsupported kind) never reaches the ladder: ``failure_outcome`` words it directly.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recovery.classify import classify
+from recovery.policy import Decision
 from recovery.redact import redact_diagnostic
 from recovery.taxonomy import CODE_POLICY, Code, ProviderFailure
 
@@ -37,6 +39,16 @@ def failure_outcome(*, failure: ProviderFailure, partial_output: bool) -> RunFai
         parts.append(f"Details: {detail}")
     message = redact_diagnostic(" ".join(parts), limit_bytes=MESSAGE_LIMIT_BYTES)
     return RunFailure(code=str(classification.code), message=message)
+
+
+def ladder_outcome(*, decision: Decision, failure: ProviderFailure) -> RunFailure:
+    """The honest card text when the ladder hands the turn back to the person."""
+    detail = failure.detail or failure.evidence.excerpt
+    message = decision.message + (f" Details: {detail}" if detail else "")
+    return RunFailure(
+        code=str(decision.classification.code),
+        message=redact_diagnostic(message, limit_bytes=MESSAGE_LIMIT_BYTES),
+    )
 
 
 def unexpected_outcome() -> RunFailure:

@@ -10,21 +10,32 @@ from __future__ import annotations
 import enum
 import json
 import logging
+import random
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from django.conf import settings
 
 from recovery.clock import Clock, SystemClock
-from recovery.events import ModelCall, StreamEvent, TextDelta, ThinkingDelta, ToolCall, TurnEnd
+from recovery.django.ladder import attempt_committed, failure_handle
+from recovery.events import (
+    ModelCall,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    TurnEnd,
+    Usage,
+)
 from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
 from sessions_app.agent.coalescer import StreamWriter
-from sessions_app.agent.outcome import failure_outcome, unexpected_outcome
-from sessions_app.agent.targets import target_config_for
+from sessions_app.agent.outcome import failure_outcome, ladder_outcome, unexpected_outcome
+from sessions_app.agent.targets import TargetUnusable, target_config_for
 from sessions_app.agent.tools import ToolContext, tool_run, tool_specs
 from sessions_app.agent.transcript import model_call_build
 from sessions_app.agent.watch import StopWatcher
-from sessions_app.models import Message, PromptGeneration
+from sessions_app.models import Message, PromptGeneration, ProviderTarget
+from sessions_app.selectors import target_fallback_names
 from sessions_app.services import generation_claim, generation_end, message_create
 
 logger = logging.getLogger(__name__)
@@ -47,6 +58,7 @@ def generation_run(
     generation_id: int,
     clock: Clock | None = None,
     open_stream: StreamOpener | None = None,
+    rng: random.Random | None = None,
     stop_poll_interval_s: float = STOP_POLL_INTERVAL_S,
 ) -> PromptGeneration | None:
     """Claim and run a generation. A duplicate delivery returns None without touching anything."""
@@ -54,24 +66,79 @@ def generation_run(
     if generation is None:
         logger.info("generation %s already claimed; duplicate delivery ignored", generation_id)
         return None
-    if open_stream is None:
-        from recovery.providers import open_stream
-    run = AgentRun(generation=generation, clock=clock or SystemClock(), open_stream=open_stream)
+    run = AgentRun(
+        generation=generation,
+        target=generation.session.target,
+        clock=clock or SystemClock(),
+        open_stream=open_stream or _default_open_stream(),
+        rng=rng or random.Random(),
+    )
     run.execute(stop_poll_interval_s=stop_poll_interval_s)
     return generation
 
 
+def generation_retry(
+    *,
+    loop_id: int,
+    attempt: int,
+    clock: Clock | None = None,
+    open_stream: StreamOpener | None = None,
+    rng: random.Random | None = None,
+    stop_poll_interval_s: float = STOP_POLL_INTERVAL_S,
+) -> PromptGeneration | None:
+    """Run one scheduled retry attempt. The claim re-checks the loop row first: an attempt that
+    already ran, or a loop that was cancelled, stopped or disarmed meanwhile, does nothing."""
+    from recovery.django.ladder import attempt_claim
+
+    loop = attempt_claim(loop_id=loop_id, attempt=attempt)
+    if loop is None:
+        logger.info("retry attempt %s of loop %s is not due; ignored", attempt, loop_id)
+        return None
+    generation = PromptGeneration.objects.select_related("session", "session__target").get(
+        pk=loop.generation_id
+    )
+    target = ProviderTarget.objects.filter(name=loop.target_name).first() or generation.session.target
+    run = AgentRun(
+        generation=generation,
+        target=target,
+        clock=clock or SystemClock(),
+        open_stream=open_stream or _default_open_stream(),
+        rng=rng or random.Random(),
+        retrying=True,
+    )
+    run.execute(stop_poll_interval_s=stop_poll_interval_s)
+    return generation
+
+
+def _default_open_stream() -> StreamOpener:
+    from recovery.providers import open_stream
+
+    return open_stream
+
+
 class AgentRun:
     def __init__(
-        self, *, generation: PromptGeneration, clock: Clock, open_stream: StreamOpener
+        self,
+        *,
+        generation: PromptGeneration,
+        target: ProviderTarget,
+        clock: Clock,
+        open_stream: StreamOpener,
+        rng: random.Random,
+        retrying: bool = False,
     ) -> None:
         from recovery.guard import CancelToken
 
         self.generation = generation
         self.session = generation.session
-        self.target = self.session.target
+        self.target = target
         self.clock = clock
         self.open_stream = open_stream
+        self.rng = rng
+        # The retry budget's deadline counts from the start of the turn's first attempt.
+        self.turn_started_at = clock.now()
+        # A retry attempt retires the banner as soon as its call reaches the viewer.
+        self.banner_pending_retirement = retrying
         self.cancel = CancelToken()
         self.writer = StreamWriter(
             session=self.session,
@@ -155,6 +222,11 @@ class AgentRun:
         tool_calls: list[ToolCall] = []
         turn_end: TurnEnd | None = None
         for event in events:
+            if self.banner_pending_retirement and not isinstance(event, (Usage, TurnEnd)):
+                # The guard releases nothing before the first user-visible event, so this is
+                # the moment the provider recovered: the banner goes before the answer shows.
+                self.banner_pending_retirement = False
+                attempt_committed(generation_id=self.generation.pk)
             if isinstance(event, TextDelta):
                 self.produced_output = True
                 self.writer.delta(role=Message.Role.ASSISTANT, text=event.text)
@@ -223,9 +295,34 @@ class AgentRun:
         generation_end(generation=self.generation, state=PromptGeneration.State.STOPPED)
 
     def _end_failed(self, failure: ProviderFailure) -> None:
+        """The one place a failed provider call meets the recovery ladder."""
         partial = self.writer.open_message is not None
+        if isinstance(failure, TargetUnusable):
+            outcome = failure_outcome(failure=failure, partial_output=partial)
+        else:
+            handled = failure_handle(
+                generation=self.generation,
+                failure=failure,
+                target_name=self.target.name,
+                provider=self.target.name,
+                model=self.target.model,
+                fallbacks=target_fallback_names(target=self.session.target),
+                turn_started_at=self.turn_started_at,
+                clock=self.clock,
+                rng=self.rng,
+            )
+            if handled.decision.is_automatic:
+                # Pre-exposure by construction: nothing of this call reached a viewer.
+                self.writer.close()
+                logger.info(
+                    "generation %s: %s, %s scheduled",
+                    self.generation.pk,
+                    handled.decision.classification.code,
+                    handled.decision.action,
+                )
+                return
+            outcome = ladder_outcome(decision=handled.decision, failure=failure)
         self.writer.close(status=Message.Status.ERROR, incomplete=True)
-        outcome = failure_outcome(failure=failure, partial_output=partial)
         logger.info("generation %s failed: %s", self.generation.pk, outcome.code)
         generation_end(
             generation=self.generation,

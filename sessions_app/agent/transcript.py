@@ -8,6 +8,7 @@ Decisions:
 - A tool call without a result (its turn failed or was stopped before the tool ran) is sealed
   with an error result instead of being run later: a tool must never run twice, and we can't know
   whether an earlier worker ran it.
+- "Start fresh" sets Session.context_from: rows before it stay visible but are not sent.
 - Consecutive turns of one role are merged, so dropping rows never yields two user turns in a row.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from recovery.events import ModelCall, Part, TextPart, ToolResultPart, ToolSpec, ToolUsePart, Turn
-from sessions_app.models import Message
+from sessions_app.models import Message, Session
 
 SYSTEM_PROMPT = (
     "You are the agent of Kandev, a task workspace. Answer plainly. Use the tools when they help."
@@ -77,7 +78,11 @@ def turns_from_messages(messages: list[Message]) -> tuple[Turn, ...]:
 
 
 def model_call_build(*, session_id: int, model: str, tools: tuple[ToolSpec, ...]) -> ModelCall:
-    messages = list(Message.objects.filter(session_id=session_id).order_by("id"))
+    context_from = Session.objects.values_list("context_from_id", flat=True).get(pk=session_id)
+    rows = Message.objects.filter(session_id=session_id)
+    if context_from is not None:
+        rows = rows.filter(id__gte=context_from)
+    messages = list(rows.order_by("id"))
     return ModelCall(
         model=model, turns=turns_from_messages(messages), system=SYSTEM_PROMPT, tools=tools
     )

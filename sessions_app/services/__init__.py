@@ -11,11 +11,14 @@ from sessions_app.services.board import (
 )
 from sessions_app.services.events import event_append
 from sessions_app.services.generations import (
+    generation_begin,
     generation_claim,
+    generation_create,
     generation_end,
     generation_stop_requested,
     generations_requeue_stale,
     prompt_submit,
+    generation_supersede_waiting,
     prompt_text_clean,
     session_stop,
 )
@@ -28,6 +31,9 @@ from sessions_app.services.messages import (
 )
 
 __all__ = [
+    "generation_begin",
+    "generation_create",
+    "generation_supersede_waiting",
     "event_append",
     "generation_claim",
     "generation_end",

@@ -41,19 +41,17 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
     Raises InvalidInput for an empty or oversized prompt, GenerationActive while another
     generation of this session is queued, running or waiting to retry.
     """
-    from sessions_app.tasks import run_generation  # the task module imports services
-
     text = prompt_text_clean(text)
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
+        generation_supersede_waiting(session=locked)
         if PromptGeneration.objects.filter(
             session=locked, state__in=PromptGeneration.ACTIVE_STATES
         ).exists():
             raise GenerationActive(session.pk)
-        last = PromptGeneration.objects.filter(session=locked).aggregate(n=Max("number"))["n"]
-        generation = PromptGeneration.objects.create(session=locked, number=(last or 0) + 1)
+        generation = _generation_create(session=locked, mode=PromptGeneration.Mode.PROMPT)
         message_create(
             session=locked,
             generation=generation,
@@ -61,15 +59,59 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
             text=text,
             metadata={"author": user.get_username()},
         )
-        _generation_event(generation)
-        session_state_set(session=locked, state=Session.State.RUNNING)
-        generation_id = generation.pk
-        # robust: the prompt is committed either way; a broker hiccup must not turn that into a
-        # server error. A queued generation that never got its task is re-enqueued by a sweeper.
-        transaction.on_commit(lambda: run_generation.delay(generation_id), robust=True)
+        _generation_start(session=locked, generation=generation)
     session.state = locked.state
     session.last_seq = locked.last_seq
     return generation
+
+
+def generation_supersede_waiting(*, session: Session) -> PromptGeneration | None:
+    """A new prompt, start fresh or a target change replaces a generation that is only waiting to
+    retry: its loop is disarmed and its banner retired, so the old retry can never fire."""
+    from recovery.django.ladder import loops_disarm
+
+    with transaction.atomic():
+        waiting = (
+            PromptGeneration.objects.select_for_update()
+            .filter(session=session, state=State.WAITING_RETRY)
+            .first()
+        )
+        if waiting is None:
+            return None
+        PromptGeneration.objects.filter(pk=waiting.pk).update(
+            state=State.SUPERSEDED, finished_at=timezone.now()
+        )
+        waiting.state = State.SUPERSEDED
+        _generation_event(waiting)
+        loops_disarm(session_id=session.pk)
+    return waiting
+
+
+def generation_create(*, session: Session, mode: str) -> PromptGeneration:
+    """The session's next generation, queued. The caller holds the session row lock, writes the
+    user message it answers (if any), then calls ``generation_begin``."""
+    return _generation_create(session=session, mode=mode)
+
+
+def generation_begin(*, session: Session, generation: PromptGeneration) -> None:
+    """Announce a created generation, mark the session running and enqueue the run on commit."""
+    _generation_start(session=session, generation=generation)
+
+
+def _generation_create(*, session: Session, mode: str) -> PromptGeneration:
+    last = PromptGeneration.objects.filter(session=session).aggregate(n=Max("number"))["n"]
+    return PromptGeneration.objects.create(session=session, number=(last or 0) + 1, mode=mode)
+
+
+def _generation_start(*, session: Session, generation: PromptGeneration) -> None:
+    from sessions_app.tasks import run_generation  # the task module imports services
+
+    _generation_event(generation)
+    session_state_set(session=session, state=Session.State.RUNNING)
+    generation_id = generation.pk
+    # robust: the prompt is committed either way; a broker hiccup must not turn that into a
+    # server error. A queued generation that never got its task is re-enqueued by a sweeper.
+    transaction.on_commit(lambda: run_generation.delay(generation_id), robust=True)
 
 
 def generation_claim(*, generation_id: int) -> PromptGeneration | None:
@@ -108,7 +150,8 @@ def session_stop(*, session: Session, user: AbstractBaseUser) -> PromptGeneratio
             return None
         PromptGeneration.objects.filter(pk=generation.pk).update(stop_requested=True)
         generation.stop_requested = True
-        if generation.state == State.QUEUED:
+        # No worker holds a queued or waiting generation, so nobody else would notice the flag.
+        if generation.state in (State.QUEUED, State.WAITING_RETRY):
             generation_end(generation=generation, state=State.STOPPED)
     return generation
 
@@ -121,6 +164,8 @@ def generation_end(
     Returns False (and changes nothing) when the generation had already ended, e.g. a stop that
     raced a success. ``error_message`` must already be redacted.
     """
+    from recovery.django.ladder import loop_finish  # the ladder imports these services
+
     if state not in (State.SUCCEEDED, State.FAILED, State.STOPPED):
         raise ValueError(f"{state!r} does not end a generation")
     with transaction.atomic():
@@ -138,11 +183,24 @@ def generation_end(
         generation.error_code = error_code
         generation.error_message = error_message
         _generation_event(generation)
-        session_state = (
-            Session.State.NEEDS_ATTENTION if state == State.FAILED else Session.State.IDLE
-        )
-        session_state_set(session=generation.session, state=session_state)
+        loop_finish(generation_id=generation.pk, state=_LOOP_END_STATE[state])
+        if state == State.FAILED:
+            session_state_set(
+                session=generation.session,
+                state=Session.State.NEEDS_ATTENTION,
+                recovery_actions=("resume", "fresh"),
+            )
+        else:
+            session_state_set(session=generation.session, state=Session.State.IDLE)
     return True
+
+
+# How a generation's end ends its retry loop (if one is still live).
+_LOOP_END_STATE = {
+    State.SUCCEEDED: "succeeded",
+    State.FAILED: "failed",
+    State.STOPPED: "cancelled",
+}
 
 
 def _generation_event(generation: PromptGeneration) -> None:

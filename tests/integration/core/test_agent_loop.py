@@ -196,14 +196,16 @@ def test_a_provider_failure_needs_attention_with_an_honest_redacted_message(
     chat.refresh_from_db()
     assert generation.state == PromptGeneration.State.FAILED
     assert generation.error_code == "provider_overloaded"
-    assert generation.error_message.startswith("Provider overloaded.")
+    assert generation.error_message.startswith(
+        "Provider overloaded after part of the answer was shown."
+    )
     assert chat.state == Session.State.NEEDS_ATTENTION
     assert chat.task.status == "needs_attention"
     partial = Message.objects.get(session=chat, role="assistant")
     assert (partial.status, partial.incomplete) == ("error", True) and partial.text
     stored = json.dumps(list(SessionEvent.objects.filter(session=chat).values("payload")))
     assert "sk-ant-test-000" not in stored + generation.error_message
-    assert len(provider.requests()) == 1  # no automatic retry yet
+    assert len(provider.requests()) == 1  # text was shown: never replayed
 
 
 def test_a_missing_key_fails_without_calling_the_provider(alice, provider):

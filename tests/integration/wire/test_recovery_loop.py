@@ -164,8 +164,9 @@ def test_eof_without_a_terminal_event_is_never_a_successful_turn(
 @pytest.mark.parametrize("wire", WIRES)
 def test_attempts_are_bounded_across_all_layers(mock_provider: MockProvider, wire: str) -> None:
     outcome, _, sleep = recover(mock_provider, wire, "/overloaded:99 hi")
-    assert mock_provider.count() == 5  # no SDK retries underneath, no nested loop
-    assert outcome.status is OutcomeStatus.MANUAL and len(sleep.waits) == 4
+    # The first call plus five retries; no SDK retries underneath, no nested loop.
+    assert mock_provider.count() == 6
+    assert outcome.status is OutcomeStatus.MANUAL and len(sleep.waits) == 5
     assert "5 attempts" in outcome.decision.message
 
 

@@ -42,7 +42,7 @@ def test_an_empty_environment_gives_the_defaults():
         ("KANDEV_RETRY_DELAYS", "5,ten"),
         ("KANDEV_RETRY_DELAYS", "5,-1"),
         ("KANDEV_RETRY_DELAYS", ""),
-        ("KANDEV_RETRY_MAX_ATTEMPTS", "0"),
+        ("KANDEV_RETRY_MAX_ATTEMPTS", "-1"),
         ("KANDEV_RETRY_MAX_ATTEMPTS", "2.5"),
         ("KANDEV_RETRY_JITTER", "1.5"),
         ("KANDEV_RETRY_JITTER", "nan"),
@@ -67,8 +67,8 @@ def test_a_budget_counts_attempts_waits_and_visited_targets():
     budget = budget.record_attempt(target="anthropic/sonnet").record_wait(5.5)
     budget = budget.record_attempt(target="anthropic/sonnet").record_attempt(target="openai/gpt")
 
-    assert budget.attempts == 3
-    assert budget.attempts_left == 2
+    assert (budget.attempts, budget.retries) == (3, 2)
+    assert budget.attempts_left == 3  # five retries allowed after the first call
     assert budget.waited_s == 5.5
     assert budget.visited_targets == ("anthropic/sonnet", "openai/gpt")
 

@@ -48,8 +48,8 @@ def test_it_retries_an_overload_before_any_output_after_the_first_ladder_delay()
 
     assert decision.action is Action.RETRY
     assert (decision.wait_s, decision.retry_at) == (5.0, clock.now() + 5.0)
-    assert (decision.target, decision.attempt, decision.max_attempts) == ("primary", 2, 5)
-    assert decision.message == "Provider overloaded. Retrying in 5 s (attempt 2 of 5)."
+    assert (decision.target, decision.attempt, decision.max_attempts) == ("primary", 1, 5)
+    assert decision.message == "Provider overloaded. Retrying in 5 s (attempt 1 of 5)."
 
 
 def test_it_walks_the_ladder_one_delay_per_failed_attempt():
@@ -124,7 +124,7 @@ def test_a_wait_past_the_deadline_without_fallbacks_hands_back_honestly():
         0.0,
         None,
         None,
-        3,
+        2,
     )
     assert (
         decision.message
@@ -135,7 +135,7 @@ def test_a_wait_past_the_deadline_without_fallbacks_hands_back_honestly():
 def test_exhausted_attempts_end_in_manual_recovery():
     clock = FakeClock()
     decision = decide_for(
-        overload(), clock=clock, budget=budget_after(5, clock=clock), fallbacks=["backup"]
+        overload(), clock=clock, budget=budget_after(6, clock=clock), fallbacks=["backup"]
     )
 
     assert (decision.action, decision.attempt, decision.max_attempts) == (Action.MANUAL, 5, 5)
@@ -149,7 +149,7 @@ def test_failover_goes_to_the_first_unvisited_fallback_in_order():
 
     decision = decide_for(overload(), clock=clock, budget=budget, fallbacks=["b", "c", "d"])
 
-    assert (decision.action, decision.target, decision.attempt) == (Action.FAILOVER, "c", 3)
+    assert (decision.action, decision.target, decision.attempt) == (Action.FAILOVER, "c", 2)
 
 
 def test_no_failover_once_every_fallback_was_visited():
@@ -233,7 +233,7 @@ def test_a_rate_limit_reset_inside_the_budget_is_waited_for_exactly():
     )
     assert (
         decision.message
-        == "Rate limited. Waiting 1 min 30 s for the limit to reset (attempt 2 of 5)."
+        == "Rate limited. Waiting 1 min 30 s for the limit to reset (attempt 1 of 5)."
     )
 
 

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class LadderConfig(AppConfig):
+    name = "recovery.django"
+    label = "ladder"
+    verbose_name = "Recovery ladder"

@@ -1,0 +1,127 @@
+"""The retry notice: one per session, updated in place, retired by deletion with an event."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from recovery.django.models import RetryLoop, RetryNotice
+from recovery.django.notices import notice_upsert, notices_cleanup, notices_retire
+from sessions_app.models import PromptGeneration, SessionEvent
+
+from .conftest import loop_make
+
+pytestmark = pytest.mark.django_db
+
+
+def upsert(loop, *, attempt=2, retry_at=1_800_000_010.0):
+    return notice_upsert(
+        loop=loop, code="provider_overloaded", reason="Provider overloaded", provider="Mock",
+        model="mock-1", attempt=attempt, max_attempts=5, retry_at=retry_at,
+    )
+
+
+def events_of(session, type_):
+    return list(SessionEvent.objects.filter(session=session, type=type_).order_by("seq"))
+
+
+def test_it_updates_the_one_notice_in_place_for_each_attempt(running_generation, clock):
+    loop = loop_make(generation=running_generation, clock=clock)
+    first = upsert(loop, attempt=2)
+    second = upsert(loop, attempt=3, retry_at=1_800_000_030.0)
+
+    assert first.pk == second.pk
+    notice = RetryNotice.objects.get()
+    assert (notice.attempt, notice.max_attempts) == (3, 5)
+    pushed = events_of(running_generation.session, "notice.upserted")
+    assert [e.payload["notice"]["attempt"] for e in pushed] == [2, 3]
+    assert pushed[-1].payload["notice"]["retry_at_ms"] == 1_800_000_030_000
+
+
+def test_it_retires_every_notice_with_a_deletion_event(running_generation, clock):
+    loop = loop_make(generation=running_generation, clock=clock)
+    notice = upsert(loop)
+
+    assert notices_retire(session_id=running_generation.session_id) == [notice.pk]
+
+    assert not RetryNotice.objects.exists()
+    deleted = events_of(running_generation.session, "notice.deleted")
+    assert [e.payload["ids"] for e in deleted] == [[notice.pk]]
+
+
+def test_retiring_a_session_without_notices_writes_no_event(running_generation):
+    assert notices_retire(session_id=running_generation.session_id) == []
+    assert not events_of(running_generation.session, "notice.deleted")
+
+
+def test_a_late_failure_after_retirement_does_not_bring_the_notice_back(running_generation, clock):
+    loop = loop_make(generation=running_generation, clock=clock)
+    upsert(loop)
+    RetryLoop.objects.filter(pk=loop.pk).update(state=RetryLoop.State.SUCCEEDED)
+    notices_retire(session_id=loop.session_id)
+
+    assert upsert(loop, attempt=3) is None
+    assert not RetryNotice.objects.exists()
+
+
+def test_duplicates_left_by_earlier_runs_are_consolidated_on_the_next_write(
+    running_generation, session, clock
+):
+    old_generation = PromptGeneration.objects.create(
+        session=session, number=2, state=PromptGeneration.State.FAILED
+    )
+    old_loop = loop_make(generation=old_generation, clock=clock, state=RetryLoop.State.FAILED)
+    for _ in range(2):  # written directly, as a crashed older version might have left them
+        RetryNotice.objects.create(
+            session=session, loop=old_loop, code="rate_limited", reason="Rate limited",
+            provider="Mock", attempt=2, max_attempts=5, retry_at="2027-01-15T08:00:00Z",
+        )
+    loop = loop_make(generation=running_generation, clock=clock)
+
+    kept = upsert(loop, attempt=2)
+
+    assert list(RetryNotice.objects.values_list("pk", flat=True)) == [kept.pk]
+    assert kept.loop_id == loop.pk
+    assert len(events_of(session, "notice.deleted")[0].payload["ids"]) == 1
+
+
+def test_cleanup_retires_notices_whose_loop_already_ended(running_generation, clock):
+    loop = loop_make(generation=running_generation, clock=clock)
+    upsert(loop)
+    RetryLoop.objects.filter(pk=loop.pk).update(state=RetryLoop.State.CANCELLED)
+
+    assert notices_cleanup() == 1
+    assert not RetryNotice.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_failures_racing_for_one_session_leave_one_notice(running_generation, session, clock):
+    second_generation = PromptGeneration.objects.create(
+        session=session, number=2, state=PromptGeneration.State.RUNNING
+    )
+    loops = [
+        loop_make(generation=running_generation, clock=clock),
+        loop_make(generation=second_generation, clock=clock),
+    ]
+    start = threading.Barrier(len(loops))
+    errors = []
+
+    def fail(loop):
+        try:
+            start.wait()
+            upsert(loop)
+        except Exception as exc:  # noqa: BLE001  (reported below)
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=fail, args=(loop,)) for loop in loops]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert RetryNotice.objects.filter(session=session).count() == 1
