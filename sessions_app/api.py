@@ -15,15 +15,15 @@ from sessions_app import selectors, services
 from sessions_app.api_auth import BearerTokenAuth
 from sessions_app.api_schemas import (
     CancelRetryOut,
-    RecoverIn,
-    SessionPatchIn,
     ErrorOut,
     EventOut,
     PromptIn,
     PromptOut,
+    RecoverIn,
     SessionDetail,
     SessionIn,
     SessionOut,
+    SessionPatchIn,
     StopOut,
     TargetIn,
     TargetOut,

@@ -14,9 +14,8 @@ import httpx2
 from aiohttp import web
 
 from recovery.clock import FakeClock
-from recovery.providers import TargetConfig
-
 from recovery.mock.server import build_app
+from recovery.providers import TargetConfig
 
 FAKE_ANTHROPIC_KEY = "sk-ant-test-000"
 FAKE_OPENAI_KEY = "sk-test-000"

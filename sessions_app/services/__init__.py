@@ -16,9 +16,9 @@ from sessions_app.services.generations import (
     generation_create,
     generation_end,
     generation_stop_requested,
+    generation_supersede_waiting,
     generations_requeue_stale,
     prompt_submit,
-    generation_supersede_waiting,
     prompt_text_clean,
     session_stop,
 )
@@ -31,13 +31,13 @@ from sessions_app.services.messages import (
 )
 
 __all__ = [
-    "generation_begin",
-    "generation_create",
-    "generation_supersede_waiting",
     "event_append",
+    "generation_begin",
     "generation_claim",
+    "generation_create",
     "generation_end",
     "generation_stop_requested",
+    "generation_supersede_waiting",
     "generations_requeue_stale",
     "message_append",
     "message_create",
