@@ -1,6 +1,12 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
+
+from sessions_app.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # JSON API: routes under /api/v1/, OpenAPI document at /api/openapi.json.
+    path("api/", api.urls),
+    # Pages, login/logout and /healthz.
+    path("", include("sessions_app.urls")),
 ]

@@ -1,1 +1,7 @@
-websocket_urlpatterns: list = []
+from django.urls import re_path
+
+from sessions_app.consumers import SessionConsumer
+
+websocket_urlpatterns = [
+    re_path(r"^ws/sessions/(?P<session_id>\d+)/$", SessionConsumer.as_asgi()),
+]

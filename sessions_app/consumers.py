@@ -1,0 +1,181 @@
+"""The live session socket: ws/sessions/<id>/.
+
+Protocol (server frames are HTML for htmx's ws extension, see templatetags/frames.py):
+
+1. Connect. Anonymous -> close 4401. Unknown *or* foreign session -> close 4404, the same way for
+   both, so a socket can't probe which sessions exist. Both are sent after accepting, because a
+   refused handshake looks like a network error and the browser would retry forever.
+2. Join the session's group *first*, then read Postgres: every event pushed after the join is
+   either in that read or arrives afterwards, so nothing falls between the two.
+3. Sync: with ``?last_seq=N`` in the URL (the page's resume point, which static/js/live.js puts
+   there on every (re)connect) the events after N are replayed from Postgres; without it, or when
+   N is invalid (negative, ahead of the session) or more than KANDEV_REPLAY_LIMIT events behind,
+   a fresh snapshot is sent. A ``{"type": "resume", "last_seq": N}`` frame does the same at any
+   time; ``{"type": "snapshot"}`` asks for a snapshot.
+4. Live: group pushes with seq <= what this socket already sent are dropped (dedupe); a seq that
+   skips ahead means a push was lost, so the missing events are read from Postgres.
+
+Malformed frames (not JSON, not an object, unknown type, binary, larger than
+KANDEV_MAX_WS_FRAME_BYTES) get an error frame; the socket stays open.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from sessions_app.errors import SessionNotFound
+from sessions_app.events import group_name
+from sessions_app.models import Session
+from sessions_app.selectors import events_after, session_for_user, session_snapshot
+from sessions_app.templatetags.frames import error_frame, events_frame, snapshot_frame
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+
+
+def _query_last_seq(query_string: bytes) -> int | None:
+    values = parse_qs(query_string.decode("latin-1")).get("last_seq")
+    if not values:
+        return None
+    try:
+        return int(values[0])
+    except ValueError:
+        return -1  # present but garbage: treated like any invalid resume point (snapshot)
+
+
+class _FrameCache:
+    """The frame of one live event, rendered once per process instead of once per viewer: all
+    viewers of a session in this Daphne get the same bytes. Bounded; only a cache, never state."""
+
+    def __init__(self, *, size: int) -> None:
+        self._size = size
+        self._frames: OrderedDict[tuple[int, int, str], str] = OrderedDict()
+
+    def frame(self, *, session_id: int, event: dict[str, Any]) -> str:
+        key = (session_id, event["seq"], event["event"])
+        frame = self._frames.get(key)
+        if frame is None:
+            frame = events_frame(session_id=session_id, events=[event])
+            self._frames[key] = frame
+            if len(self._frames) > self._size:
+                self._frames.popitem(last=False)
+        return frame
+
+
+_live_frames = _FrameCache(size=512)
+
+
+def _catch_up(
+    *, session_id: int, after_seq: int
+) -> tuple[str, list[dict[str, Any]] | dict[str, Any]]:
+    """("events", [...]) when a replay after ``after_seq`` is possible, else ("snapshot", {...})."""
+    session = Session.objects.get(pk=session_id)
+    limit = settings.KANDEV_REPLAY_LIMIT
+    if 0 <= after_seq <= session.last_seq:
+        events = events_after(session=session, after_seq=after_seq, limit=limit + 1)
+        if len(events) <= limit:
+            return "events", events
+    return "snapshot", session_snapshot(session=session)
+
+
+class SessionConsumer(AsyncWebsocketConsumer):
+    session_id: int
+    group: str | None = None
+    # The highest seq this socket has brought the browser to; None until the first sync.
+    sent_seq: int | None = None
+
+    async def connect(self) -> None:
+        self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
+        await self.accept()
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        try:
+            await database_sync_to_async(session_for_user)(user=user, session_id=self.session_id)
+        except SessionNotFound:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.group = group_name(self.session_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        last_seq = _query_last_seq(self.scope.get("query_string", b""))
+        await self.sync(after_seq=last_seq)
+
+    async def disconnect(self, code: int) -> None:
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def sync(self, *, after_seq: int | None) -> None:
+        """Bring the browser from ``after_seq`` (None: from nothing) to the present."""
+        if after_seq is None:
+            kind, data = "snapshot", await database_sync_to_async(self._snapshot)()
+        else:
+            kind, data = await database_sync_to_async(_catch_up)(
+                session_id=self.session_id, after_seq=after_seq
+            )
+        if kind == "snapshot":
+            await self.send(text_data=snapshot_frame(snapshot=data))
+            self.sent_seq = data["last_seq"]
+            return
+        if data:
+            await self.send(text_data=events_frame(session_id=self.session_id, events=data))
+            self.sent_seq = data[-1]["seq"]
+        else:
+            self.sent_seq = after_seq
+
+    def _snapshot(self) -> dict[str, Any]:
+        return session_snapshot(session=Session.objects.get(pk=self.session_id))
+
+    async def session_event(self, message: dict[str, Any]) -> None:
+        seq = message["seq"]
+        if self.sent_seq is None or seq <= self.sent_seq:
+            return  # already covered by the snapshot or replay this socket sent
+        if seq > self.sent_seq + 1:
+            await self.sync(after_seq=self.sent_seq)
+            return
+        event = {"seq": seq, "event": message["event"], "payload": message["payload"]}
+        await self.send(text_data=_live_frames.frame(session_id=self.session_id, event=event))
+        self.sent_seq = seq
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.sent_seq is None:
+            return  # closing (refused) socket; nothing to answer
+        size = len(bytes_data) if bytes_data is not None else len((text_data or "").encode())
+        if size > settings.KANDEV_MAX_WS_FRAME_BYTES:
+            await self._error("too_large", "Frame is larger than the server accepts.")
+            return
+        if bytes_data is not None:
+            await self._error("binary", "Binary frames are not supported.")
+            return
+        try:
+            frame = json.loads(text_data or "")
+        except ValueError:
+            await self._error("bad_json", "Frame is not valid JSON.")
+            return
+        if not isinstance(frame, dict):
+            await self._error("bad_frame", "Frame must be a JSON object.")
+            return
+        await self._dispatch(frame)
+
+    async def _dispatch(self, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "resume":
+            last_seq = frame.get("last_seq")
+            if not isinstance(last_seq, int) or isinstance(last_seq, bool):
+                await self._error("bad_resume", "resume needs an integer last_seq.")
+                return
+            await self.sync(after_seq=last_seq)
+        elif kind == "snapshot":
+            await self.sync(after_seq=None)
+        else:
+            await self._error("unknown_type", "Unknown frame type.")
+
+    async def _error(self, code: str, message: str) -> None:
+        await self.send(text_data=error_frame(code=code, message=message))

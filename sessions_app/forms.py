@@ -1,0 +1,19 @@
+"""Forms of the web pages. Validation of the prompt itself lives in the service (one rule for the
+web page and the API); these only shape the input."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from sessions_app.models import ProviderTarget
+
+
+class SessionCreateForm(forms.Form):
+    title = forms.CharField(max_length=200, strip=True)
+    target = forms.ModelChoiceField(queryset=ProviderTarget.objects.all())
+
+
+class PromptForm(forms.Form):
+    # strip=False: the service trims and rejects blank text with the message the API gives too.
+    text = forms.CharField(required=False, strip=False, max_length=settings.KANDEV_MAX_PROMPT_CHARS)

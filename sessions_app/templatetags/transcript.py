@@ -1,0 +1,66 @@
+"""Template helpers for transcript rows, state badges and the composer.
+
+Everything here escapes: transcript text is user and model output, so it is never marked safe.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+
+from sessions_app.models import Message, Session
+
+register = template.Library()
+
+_ROLE_LABELS = {
+    Message.Role.USER: "User",
+    Message.Role.ASSISTANT: "Agent",
+    Message.Role.THINKING: "Thinking",
+    Message.Role.TOOL_CALL: "Tool call",
+    Message.Role.TOOL_RESULT: "Tool result",
+}
+# A stop button replaces Send while a generation is active, so the person can always end it.
+ACTIVE_STATES = frozenset({Session.State.RUNNING, Session.State.WAITING_RETRY})
+
+
+@register.filter
+def role_label(message: dict[str, Any]) -> str:
+    if message.get("role") == Message.Role.USER:
+        author = (message.get("metadata") or {}).get("author")
+        if author:
+            return str(author)
+    return _ROLE_LABELS.get(message.get("role"), str(message.get("role", "")))
+
+
+@register.filter
+def state_label(state: str) -> str:
+    try:
+        return Session.State(state).label
+    except ValueError:
+        return state
+
+
+@register.filter
+def is_active_state(state: str) -> bool:
+    return state in ACTIVE_STATES
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    """Tool arguments as readable JSON; the template escapes the result like any other text."""
+    if value in (None, "", {}):
+        return ""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+@register.filter
+def text_length(text: str | None) -> int:
+    """Length in code points, the unit message.appended offsets count in (Python's len)."""
+    return len(text or "")

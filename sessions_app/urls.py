@@ -1,0 +1,18 @@
+"""Page routes (the JSON API is mounted separately under /api/)."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from kandev_web.health import healthz
+from sessions_app import views
+
+urlpatterns = [
+    path("", views.board, name="board"),
+    path("sessions/new/", views.session_new, name="session_new"),
+    path("sessions/<int:session_id>/", views.session_detail, name="session_detail"),
+    path("sessions/<int:session_id>/prompts/", views.session_prompt, name="session_prompt"),
+    path("sessions/<int:session_id>/stop/", views.session_stop_view, name="session_stop"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("healthz", healthz, name="healthz"),
+]

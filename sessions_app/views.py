@@ -1,0 +1,131 @@
+"""Pages: the task board, a session's live page, and the composer's two actions.
+
+Views stay thin: reads through selectors, writes through services, domain errors mapped to HTTP.
+The composer posts over htmx with ``hx-swap="none"``: the transcript and the Send/Stop toggle
+change only through the websocket (the database is the truth and every viewer sees the same), so
+the HTTP answer carries nothing but the composer's error line.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.html import format_html
+from django.views.decorators.http import require_GET, require_POST
+
+from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from sessions_app.forms import PromptForm, SessionCreateForm
+from sessions_app.models import Session
+from sessions_app.selectors import session_for_user, session_snapshot, targets_all, tasks_for_user
+from sessions_app.services import prompt_submit, session_create, session_stop
+
+NOT_FOUND = "No such session."
+
+
+def _session_or_404(request: HttpRequest, session_id: int) -> Session:
+    try:
+        return session_for_user(user=request.user, session_id=session_id)
+    except SessionNotFound:
+        # Unknown and foreign ids take this one path, so the 404 is byte-for-byte the same.
+        raise Http404(NOT_FOUND) from None
+
+
+def _composer_error(message: str, *, status: int) -> HttpResponse:
+    return HttpResponse(
+        format_html(
+            '<p id="composer-error" class="form-error" role="alert" hx-swap-oob="true">{}</p>',
+            message,
+        ),
+        status=status,
+    )
+
+
+def _board(request: HttpRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
+    context = {"tasks": tasks_for_user(user=request.user), "targets": targets_all(), "form": form}
+    return render(request, "sessions_app/board.html", context, status=status)
+
+
+@require_GET
+@login_required
+def board(request: HttpRequest) -> HttpResponse:
+    return _board(request, SessionCreateForm())
+
+
+@require_POST
+@login_required
+def session_new(request: HttpRequest) -> HttpResponse:
+    form = SessionCreateForm(request.POST)
+    if not form.is_valid():
+        return _board(request, form, status=422)
+    try:
+        session = session_create(
+            owner=request.user, target=form.cleaned_data["target"], title=form.cleaned_data["title"]
+        )
+    except InvalidInput as error:
+        form.add_error(error.field if error.field in form.fields else None, error.message)
+        return _board(request, form, status=422)
+    return redirect("session_detail", session_id=session.pk)
+
+
+def _session_page(
+    request: HttpRequest, session: Session, *, draft: str = "", error: str = "", status: int = 200
+) -> HttpResponse:
+    context = {
+        "snapshot": session_snapshot(session=session),
+        "ws_path": f"/ws/sessions/{session.pk}/",
+        "max_prompt_chars": settings.KANDEV_MAX_PROMPT_CHARS,
+        "draft": draft,
+        "error": error,
+    }
+    return render(request, "sessions_app/session.html", context, status=status)
+
+
+@require_GET
+@login_required
+def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
+    return _session_page(request, _session_or_404(request, session_id))
+
+
+@require_POST
+@login_required
+def session_prompt(request: HttpRequest, session_id: int) -> HttpResponse:
+    session = _session_or_404(request, session_id)
+    form = PromptForm(request.POST)
+    text = form.data.get("text", "")
+    try:
+        if not form.is_valid():
+            raise InvalidInput("text", " ".join(form.errors.get("text", ["is invalid"])))
+        prompt_submit(session=session, user=request.user, text=form.cleaned_data["text"])
+    except SessionNotFound:
+        raise Http404(NOT_FOUND) from None
+    except InvalidInput as error:
+        return _prompt_refused(request, session, text, f"Message {error.message}.", status=422)
+    except GenerationActive:
+        message = "The agent is still working. Wait for it to finish or press Stop."
+        return _prompt_refused(request, session, text, message, status=409)
+    if request.htmx:
+        return _composer_error("", status=200)
+    return redirect("session_detail", session_id=session.pk)
+
+
+def _prompt_refused(
+    request: HttpRequest, session: Session, text: str, message: str, *, status: int
+) -> HttpResponse:
+    if request.htmx:
+        return _composer_error(message, status=status)
+    return _session_page(request, session, draft=text, error=message, status=status)
+
+
+@require_POST
+@login_required
+def session_stop_view(request: HttpRequest, session_id: int) -> HttpResponse:
+    session = _session_or_404(request, session_id)
+    try:
+        session_stop(session=session, user=request.user)
+    except SessionNotFound:
+        raise Http404(NOT_FOUND) from None
+    if request.htmx:
+        return _composer_error("", status=200)
+    return redirect("session_detail", session_id=session.pk)

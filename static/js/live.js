@@ -1,0 +1,141 @@
+/* Live session page glue for htmx's ws extension. Small on purpose; the server does the work.
+ *
+ * - Every (re)connect carries the page's resume point: ws://.../?last_seq=N, where N is
+ *   #ws-seq[data-seq], kept current by the header element each server frame swaps in.
+ * - Frames already applied (an events frame ending at or before N) are dropped; a frame that
+ *   starts beyond N+1 means something was missed, so the page asks to resume from N.
+ * - Appends apply only at the offset the page holds for that message (data-len, code points),
+ *   so a replayed append never duplicates text.
+ * - The socket reconnects after any drop that the extension itself would not retry
+ *   (it only retries 1006/1011/1012/1013), when the tab becomes visible and when the network
+ *   comes back. 4401 (logged out) goes to the login page; 4404 (no such session) stops.
+ */
+(function () {
+  "use strict";
+
+  var live = { socket: null, closing: false, reconnectTimer: null };
+  window.kandevLive = live;
+
+  function seqEl() { return document.getElementById("ws-seq"); }
+  function currentSeq() {
+    var el = seqEl();
+    return el ? parseInt(el.getAttribute("data-seq") || "0", 10) : 0;
+  }
+  function codePoints(text) { return Array.from(text || "").length; }
+  function send(frame) {
+    if (live.socket && live.socket.readyState === WebSocket.OPEN) {
+      live.socket.send(JSON.stringify(frame));
+    }
+  }
+  live.send = send;
+
+  htmx.createWebSocket = function (url) {
+    var target = new URL(url, window.location.href);
+    target.searchParams.set("last_seq", String(currentSeq()));
+    // Two retry paths (the extension's and ours) may race; only the newest socket may live.
+    var previous = live.socket;
+    live.socket = new WebSocket(target.toString());
+    if (previous && previous.readyState <= WebSocket.OPEN) previous.close();
+    return live.socket;
+  };
+
+  // Errors (409 while running, 422 for an empty prompt) carry the message to show: swap them.
+  htmx.config.responseHandling = [
+    { code: "204", swap: false },
+    { code: "[23]..", swap: true },
+    { code: "4..", swap: true, error: false },
+    { code: "...", swap: false, error: true },
+  ];
+
+  var HEADER = /^<span id="ws-seq" data-kind="(\w+)" data-from="(\d+)" data-seq="(\d+)"/;
+  var stickToBottom = true;
+
+  document.addEventListener("htmx:wsBeforeMessage", function (evt) {
+    var head = HEADER.exec(evt.detail.message);
+    stickToBottom = nearBottom();
+    if (!head || head[1] !== "events") return;
+    var first = parseInt(head[2], 10), last = parseInt(head[3], 10), have = currentSeq();
+    if (last <= have) { evt.preventDefault(); return; }
+    if (first > have + 1) { evt.preventDefault(); send({ type: "resume", last_seq: have }); }
+  });
+
+  document.addEventListener("htmx:oobBeforeSwap", function (evt) {
+    var fragment = evt.detail.fragment, target = evt.detail.target;
+    if (!fragment || !fragment.getAttribute) return;
+    var created = fragment.getAttribute("data-created");
+    if (created && document.getElementById(created)) { evt.detail.shouldSwap = false; return; }
+    var offset = fragment.getAttribute("data-offset");
+    if (offset === null) return;
+    var start = parseInt(offset, 10), end = parseInt(fragment.getAttribute("data-end"), 10);
+    var have = parseInt(target.getAttribute("data-len") || String(codePoints(target.textContent)), 10);
+    if (start === have) { target.setAttribute("data-len", String(end)); return; }
+    evt.detail.shouldSwap = false;
+    if (end > have) send({ type: "snapshot" }); // a gap or an overlap: start over from the truth
+  });
+
+  function nearBottom() {
+    var el = document.scrollingElement || document.documentElement;
+    var box = document.getElementById("live");
+    var scroller = box && box.scrollHeight > box.clientHeight ? box : el;
+    return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
+  }
+  function scrollToBottom() {
+    var box = document.getElementById("live");
+    if (box) box.scrollTop = box.scrollHeight;
+  }
+
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    if (stickToBottom) scrollToBottom();
+  });
+
+  function showConnection(visible) {
+    var el = document.getElementById("connection");
+    if (el) el.hidden = !visible;
+  }
+
+  var wrapper = null;
+  document.addEventListener("htmx:wsOpen", function (evt) {
+    wrapper = evt.detail.socketWrapper;
+    showConnection(false);
+  });
+
+  function scheduleReconnect(delay) {
+    if (live.reconnectTimer || !wrapper) return;
+    live.reconnectTimer = setTimeout(function () {
+      live.reconnectTimer = null;
+      if (!live.socket || live.socket.readyState === WebSocket.CLOSED) wrapper.reconnect();
+    }, delay);
+  }
+
+  document.addEventListener("htmx:wsClose", function (evt) {
+    var code = evt.detail.event.code;
+    if (live.closing || evt.detail.event.target !== live.socket) return; // a replaced socket
+    if (code === 4401) { window.location.assign("/accounts/login/?next=" + encodeURIComponent(location.pathname)); return; }
+    if (code === 4404) { showConnection(false); return; }
+    showConnection(true);
+    // The extension retries these itself; everything else (a clean close by a proxy, a socket
+    // closed on purpose) is ours to retry.
+    if ([1006, 1011, 1012, 1013].indexOf(code) < 0) scheduleReconnect(300 + Math.random() * 700);
+  });
+
+  window.addEventListener("beforeunload", function () { live.closing = true; });
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible" && live.socket && live.socket.readyState === WebSocket.CLOSED) scheduleReconnect(0);
+  });
+  window.addEventListener("online", function () {
+    if (live.socket && live.socket.readyState === WebSocket.CLOSED) scheduleReconnect(0);
+  });
+
+  // The composer: clear it once the server took the prompt; Ctrl/Cmd+Enter sends.
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    var form = evt.detail.elt;
+    if (form && form.id === "composer" && evt.detail.successful && evt.detail.xhr.status === 200) form.reset();
+  });
+  document.addEventListener("keydown", function (evt) {
+    if (evt.target && evt.target.id === "composer-text" && evt.key === "Enter" && (evt.ctrlKey || evt.metaKey)) {
+      evt.preventDefault();
+      evt.target.form.requestSubmit();
+    }
+  });
+  document.addEventListener("DOMContentLoaded", scrollToBottom);
+})();

@@ -1,0 +1,244 @@
+"""The real stack for browser tests: a dedicated Postgres database, the mock provider, a Celery
+worker and Daphne, each a subprocess on a free port, plus Debian's Chromium through Playwright.
+
+Everything is started once per test module and stopped by its own pid at the end. Process
+output goes to /tmp/kandev-e2e-*.log for post-mortems.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+import psycopg
+import pytest
+
+from kandev_web.settings import env_str
+from tests.integration.web.processes import ROOT, celery_worker, stop, wait_until
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+USERNAME, PASSWORD = "viewer", "viewer-pass-123"
+LOG_DIR = Path("/tmp")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status < 500
+    except OSError:
+        return False
+
+
+def fresh_database(base_url: str, name: str) -> str:
+    """Drop and create ``name`` on the server of ``base_url``; return its URL."""
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urlunparse(urlparse(base_url)._replace(path=f"/{name}"))
+
+
+def drop_database(base_url: str, name: str) -> None:
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@dataclass(frozen=True, slots=True)
+class Stack:
+    base_url: str
+    env: dict[str, str]
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return result.stdout
+
+    def new_session(self, title: str) -> int:
+        """A fresh session (so scenarios never share a conversation) owned by the viewer."""
+        code = (
+            "from django.contrib.auth import get_user_model\n"
+            "from sessions_app.models import ProviderTarget\n"
+            "from sessions_app.services import session_create\n"
+            f"user = get_user_model().objects.get(username={USERNAME!r})\n"
+            "target = ProviderTarget.objects.get(name='Mock')\n"
+            f"print(session_create(owner=user, target=target, title={title!r}).pk)\n"
+        )
+        return int(self.manage("shell", "-c", code).strip().splitlines()[-1])
+
+
+# One prompt through the whole pipeline before any browser looks: the worker's first run pays for
+# importing the provider SDKs, which on a busy 2-core machine can take longer than a UI wait.
+WARM_UP_CODE = f"""
+import time
+from django.contrib.auth import get_user_model
+from sessions_app.models import PromptGeneration, ProviderTarget
+from sessions_app.services import prompt_submit, session_create
+user = get_user_model().objects.get(username={USERNAME!r})
+session = session_create(owner=user, target=ProviderTarget.objects.get(name="Mock"), title="Warm-up")
+generation = prompt_submit(session=session, user=user, text="warm up")
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    generation.refresh_from_db()
+    if generation.state not in PromptGeneration.ACTIVE_STATES:
+        break
+    time.sleep(0.2)
+assert generation.state == PromptGeneration.State.SUCCEEDED, generation.state
+"""
+
+SETUP_CODE = f"""
+from django.contrib.auth import get_user_model
+from sessions_app.models import ProviderTarget
+from sessions_app.services import target_create
+get_user_model().objects.create_user({USERNAME!r}, password={PASSWORD!r})
+target_create(name="Mock", kind=ProviderTarget.Kind.MOCK)
+"""
+
+
+# Module scope: the stack (and its Celery worker, which answers every control ping on this Redis)
+# is gone before other test modules run, e.g. /healthz's "no worker answers" test.
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    base_db = env_str("DATABASE_URL")  # the environment, or what `make run` wrote for its services
+    db_name = os.environ.get("KANDEV_TEST_DB_NAME", "test_kandev") + "_e2e"
+    mock_port, web_port = free_port(), free_port()
+    queue = os.environ.get("KANDEV_CELERY_QUEUE", "kandev") + "_e2e"
+    env = {
+        **os.environ,
+        "DATABASE_URL": fresh_database(base_db, db_name),
+        "KANDEV_MOCK_PROVIDER_URL": f"http://127.0.0.1:{mock_port}",
+        "KANDEV_CELERY_QUEUE": queue,
+        "KANDEV_CHANNEL_PREFIX": os.environ.get("KANDEV_CHANNEL_PREFIX", "kandev") + "_e2e",
+        "DEBUG": "false",
+    }
+    processes: list[subprocess.Popen] = []
+    logs = ExitStack()
+
+    def spawn(name: str, *args: str) -> subprocess.Popen:
+        log = logs.enter_context(open(LOG_DIR / f"kandev-e2e-{name}.log", "wb"))  # noqa: SIM115
+        process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        processes.append(process)
+        return process
+
+    try:
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            timeout=180,
+        )
+        subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", SETUP_CODE],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            timeout=120,
+        )
+        spawn("mock", sys.executable, "-m", "recovery.mock", "--port", str(mock_port))
+        spawn(
+            "daphne",
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(web_port),
+            "kandev_web.asgi:application",
+        )
+        base_url = f"http://127.0.0.1:{web_port}"
+        wait_until(
+            lambda: answers(f"http://127.0.0.1:{mock_port}/_mock/health"),
+            timeout=30,
+            what="mock provider",
+        )
+        wait_until(lambda: answers(f"{base_url}/accounts/login/"), timeout=60, what="daphne")
+        # The worker needs the same settings as Daphne; celery_worker() waits for its ping.
+        with celery_worker(
+            queue=queue, env=env, log_path=LOG_DIR / "kandev-e2e-worker.log", pool="threads"
+        ):
+            subprocess.run(
+                [sys.executable, "manage.py", "shell", "-c", WARM_UP_CODE],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                timeout=150,
+            )
+            yield Stack(base_url=base_url, env=env)
+    finally:
+        for process in reversed(processes):
+            stop(process)
+        logs.close()
+        drop_database(base_db, db_name)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+DESKTOP = {"viewport": {"width": 1280, "height": 800}}
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "is_mobile": True,
+    "has_touch": True,
+    "device_scale_factor": 2,
+}
+
+
+def logged_in_page(browser, stack: Stack, **context_options):
+    context = browser.new_context(base_url=stack.base_url, **context_options)
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.fill("input[name=username]", USERNAME)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{stack.base_url}/")
+    return page
+
+
+@pytest.fixture
+def desktop(browser, stack):
+    page = logged_in_page(browser, stack, **DESKTOP)
+    yield page
+    page.context.close()
+
+
+@pytest.fixture
+def phone(browser, stack):
+    page = logged_in_page(browser, stack, **PHONE)
+    yield page
+    page.context.close()
