@@ -71,7 +71,9 @@ def is_response_attempt_retry(update: Mapping[str, Any]) -> bool:
     error = update.get("error")
     if isinstance(error, Mapping) and error.get("willRetry") is True:
         info = error.get("codexErrorInfo")
-        if isinstance(info, Mapping) and isinstance(info.get("responseStreamDisconnected"), Mapping):
+        if isinstance(info, Mapping) and isinstance(
+            info.get("responseStreamDisconnected"), Mapping
+        ):
             return True
     meta = update.get("_meta")
     return isinstance(meta, Mapping) and meta.get(MOCK_RETRY_MARKER) is True

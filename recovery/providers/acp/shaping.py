@@ -17,6 +17,7 @@ from recovery.catalogue.model import CANCELLATION_WORDS
 from recovery.catalogue.signatures import is_cursor_retriable_frame
 from recovery.providers.acp.events import (
     AgentEvent,
+    AgentPermission,
     AgentText,
     AgentThought,
     AgentToolCall,
@@ -25,7 +26,7 @@ from recovery.providers.acp.events import (
 )
 
 # Events that show the agent is generating again, which makes a held frame stale telemetry.
-_RESUMING = (AgentText, AgentThought, AgentToolCall, AgentToolCallUpdate)
+_RESUMING = (AgentText, AgentThought, AgentToolCall, AgentToolCallUpdate, AgentPermission)
 
 
 def is_cursor_agent(provider_id: str | None) -> bool:

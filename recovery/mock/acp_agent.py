@@ -1,0 +1,245 @@
+"""A real ACP agent process for tests and demos: `python -m recovery.mock.acp_agent`.
+
+Built on the SDK's agent side over stdio. Its behaviour is chosen by the prompt's leading
+command (see ``acp_scenarios``). Failing scenarios count prompts in a state file
+(``KANDEV_MOCK_ACP_STATE``), so "fail the first N" holds across relaunches of the agent; with
+``KANDEV_MOCK_ACP_RECORD`` set, every prompt received is appended to that file as a JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from acp import (
+    PROTOCOL_VERSION,
+    RequestError,
+    run_agent,
+    start_tool_call,
+    text_block,
+    tool_content,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_tool_call,
+)
+from acp.schema import (
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PermissionOption,
+    PromptResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfoUpdate,
+    ToolCallUpdate,
+)
+
+from recovery.mock import acp_scenarios as texts
+from recovery.mock.acp_scenarios import Command, command_parse
+from recovery.mock.acp_state import counter_next
+
+RECORD_ENV = "KANDEV_MOCK_ACP_RECORD"
+_FAILING = frozenset(
+    {
+        "overloaded",
+        "transport-lost",
+        "capacity",
+        "diag-matched",
+        "diag-mismatched",
+        "diag-prose",
+        "tool-then-fail",
+        "output-then-fail",
+    }
+)
+
+
+class MockAcpAgent:
+    def __init__(self, *, identity: str, model: str) -> None:
+        self._identity = identity
+        self._model = model
+        self._conn: Any = None
+        self._sessions = 0
+        self._cancelled: dict[str, asyncio.Event] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_info=Implementation(name=self._identity, version="1"),
+        )
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        self._sessions += 1
+        session_id = f"mock-session-{os.getpid()}-{self._sessions}"
+        self._cancelled[session_id] = asyncio.Event()
+        options = None
+        if self._model:
+            options = [
+                SessionConfigOptionSelect(
+                    id="model",
+                    name="Model",
+                    category="model",
+                    type="select",
+                    current_value=self._model,
+                    options=[SessionConfigSelectOption(value=self._model, name=self._model)],
+                )
+            ]
+        return NewSessionResponse(session_id=session_id, config_options=options)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        if event := self._cancelled.get(session_id):
+            event.set()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        text = " ".join(getattr(block, "text", "") for block in prompt).strip()
+        _record(text)
+        command = command_parse(text)
+        self._cancelled.setdefault(session_id, asyncio.Event()).clear()
+        if command.name in _FAILING and self._should_fail(command, text):
+            await self._fail(session_id, command)
+        return await self._answer(session_id, command)
+
+    # ---- scenarios ------------------------------------------------------------------------
+
+    def _should_fail(self, command: Command, text: str) -> bool:
+        seen = counter_next(key=text)
+        return command.count is None or seen < command.count
+
+    async def _fail(self, session_id: str, command: Command) -> None:
+        name = command.name
+        if name == "transport-lost":
+            raise RequestError.internal_error({"error": texts.PEER_DISCONNECTED})
+        if name == "capacity":
+            raise RequestError(-32603, texts.CODEX_CAPACITY)
+        if name == "diag-matched":
+            await self._say(session_id, texts.CLAUDE_529_CHUNK)
+        elif name == "diag-mismatched":
+            await self._say(session_id, texts.CLAUDE_529_CHUNK)
+            raise RequestError(-32603, texts.GATEWAY_500, texts.SERVER_ERROR_KIND)
+        elif name == "diag-prose":
+            await self._say(session_id, texts.CLAUDE_529_PROSE)
+        elif name == "tool-then-fail":
+            await self._tool(session_id, "read")
+        elif name == "output-then-fail":
+            await self._say(session_id, "Here is the first part of the answer.")
+        raise RequestError(-32603, texts.CLAUDE_529, texts.SERVER_ERROR_KIND)
+
+    async def _answer(self, session_id: str, command: Command) -> PromptResponse:
+        name = command.name
+        if name == "crash":
+            sys.stderr.write("mock agent: simulated crash in the middle of a prompt\n")
+            sys.stderr.flush()
+            os._exit(3)
+        if name == "hang":
+            await asyncio.Event().wait()
+        if name == "cursor":
+            return await self._cursor(session_id, command.arg or "")
+        if name == "response-retry":
+            return await self._response_retry(session_id)
+        if name == "tool":
+            await self._tool(session_id, command.arg or "read")
+        delay_s = int(command.arg or 200) / 1000 if name == "slow" else 0.0
+        return await self._plain(session_id, command.rest or "hello", delay_s=delay_s)
+
+    async def _plain(self, session_id: str, question: str, *, delay_s: float) -> PromptResponse:
+        await self._think(session_id, "Considering the request.")
+        words = f"Mock agent reply to: {question}".split(" ")
+        for number, word in enumerate(words):
+            if delay_s and await self._cancelled_within(session_id, delay_s):
+                return PromptResponse(stop_reason="cancelled")
+            await self._say(session_id, word if number == 0 else f" {word}")
+        return PromptResponse(stop_reason="end_turn")
+
+    async def _cursor(self, session_id: str, variant: str) -> PromptResponse:
+        if variant == "resumed":
+            await self._say(session_id, texts.CURSOR_FRAMES["stalled"])
+            await self._say(session_id, "Reconnected; here is the answer.")
+        elif variant == "twice":
+            await self._say(session_id, texts.CURSOR_FRAMES["ping"])
+            await self._say(session_id, texts.CURSOR_FRAMES["stalled"])
+        else:
+            frame = texts.CURSOR_FRAMES.get(variant)
+            if frame is None:
+                raise RequestError.invalid_params({"variant": variant})
+            await self._say(session_id, frame)
+        return PromptResponse(stop_reason="end_turn")
+
+    async def _response_retry(self, session_id: str) -> PromptResponse:
+        await self._think(session_id, "Drafting a first attempt.")
+        await self._say(session_id, "This draft will be abandoned.")
+        marker = SessionInfoUpdate(
+            session_update="session_info_update", field_meta={texts.RETRY_MARKER: True}
+        )
+        await self._conn.session_update(session_id=session_id, update=marker)
+        await self._conn.session_update(session_id=session_id, update=marker)  # a no-op repeat
+        await self._say(session_id, "This is the replacement answer.")
+        return PromptResponse(stop_reason="end_turn")
+
+    async def _tool(self, session_id: str, kind: str) -> None:
+        tool_id = f"tool-{kind}-1"
+        title = f"Mock {kind} tool"
+        await self._conn.session_update(
+            session_id=session_id,
+            update=start_tool_call(tool_id, title, kind=kind, status="pending"),
+        )
+        answer = await self._conn.request_permission(
+            session_id=session_id,
+            tool_call=ToolCallUpdate(tool_call_id=tool_id, title=title, kind=kind),
+            options=[
+                PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
+                PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+            ],
+        )
+        outcome = answer.outcome
+        granted = outcome.outcome == "selected" and getattr(outcome, "option_id", "") == "allow"
+        result = "The tool ran." if granted else "Permission was refused."
+        await self._conn.session_update(
+            session_id=session_id,
+            update=update_tool_call(
+                tool_id,
+                status="completed" if granted else "failed",
+                content=[tool_content(text_block(result))],
+            ),
+        )
+
+    async def _say(self, session_id: str, text: str) -> None:
+        await self._conn.session_update(
+            session_id=session_id, update=update_agent_message_text(text)
+        )
+
+    async def _think(self, session_id: str, text: str) -> None:
+        await self._conn.session_update(
+            session_id=session_id, update=update_agent_thought_text(text)
+        )
+
+    async def _cancelled_within(self, session_id: str, delay_s: float) -> bool:
+        try:
+            await asyncio.wait_for(self._cancelled[session_id].wait(), delay_s)
+        except TimeoutError:
+            return False
+        return True
+
+
+def _record(text: str) -> None:
+    # Tests prove what the agent received (the prompt as redacted by the adapter).
+    if path := os.environ.get(RECORD_ENV):
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(text) + "\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m recovery.mock.acp_agent", description=__doc__)
+    parser.add_argument("--identity", default="kandev-mock-agent", help="agentInfo.name to report")
+    parser.add_argument("--model", default="mock-sonnet", help="model to settle ('' for none)")
+    options = parser.parse_args(argv)
+    asyncio.run(run_agent(MockAcpAgent(identity=options.identity, model=options.model)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,366 @@
+"""Run one prompt against an ACP agent process and report neutral events plus one outcome.
+
+The agent is spawned with the SDK's stdio client (initialize, session/new, session/prompt).
+Incoming ``session/update`` frames are converted by a raw-message observer, which the SDK calls
+synchronously in wire order before it dispatches anything; so every event of a prompt reaches
+``on_event`` before the prompt's own response is looked at, however the SDK schedules its
+update handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp.connection import StreamDirection, StreamEvent
+from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    Implementation,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+from pydantic import ValidationError
+
+from recovery.providers.acp.convert import settled_model, update_events
+from recovery.providers.acp.events import (
+    AgentEvent,
+    AgentPermission,
+    Correlation,
+    ModelSettled,
+    PromptEnd,
+)
+from recovery.providers.acp.evidence import AttemptEvidence, evidence_observe, evidence_start
+from recovery.providers.acp.failure import (
+    PromptCompleted,
+    PromptFailure,
+    PromptOutcome,
+    TerminalError,
+    failure_build,
+)
+from recovery.providers.acp.metadata import allowed_identity
+from recovery.providers.acp.permissions import PermissionPolicy, permission_choose
+from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
+from recovery.redact import redact_credentials
+from recovery.taxonomy import Kind, Phase, Source
+
+if TYPE_CHECKING:
+    from recovery.guard import CancelToken
+
+CLIENT_INFO = Implementation(name="kandev-web", version="1")
+_EXIT_WAIT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class AcpPromptSpec:
+    command: tuple[str, ...]
+    cwd: str
+    prompt: str  # as the user wrote it; credential-tier redaction is applied on every attempt
+    correlation: Correlation
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold keys
+    permission_policy: PermissionPolicy = PermissionPolicy.ALLOW_READ_ONLY
+    prompt_timeout_s: float | None = None
+    cancel_grace_s: float = 5.0
+    stderr_tail_bytes: int = 8 * 1024
+
+
+class _Stopped(Exception):
+    def __init__(self, kind: Kind) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+class AcpPromptRun:
+    """One attempt of one prompt. ``await run.execute()`` once; events go to ``on_event``."""
+
+    def __init__(
+        self,
+        *,
+        spec: AcpPromptSpec,
+        on_event: Callable[[AgentEvent], None],
+        cancel: CancelToken | None = None,
+    ) -> None:
+        if not spec.command:
+            raise ValueError("an ACP target needs a command line")
+        self.spec = spec
+        self._on_event = on_event
+        self._cancel = cancel
+        self._evidence: AttemptEvidence = evidence_start(correlation=spec.correlation)
+        self._shaper = StreamShaper(cursor_agent=False)
+        self._acp_session_id: str | None = None
+        self._prompting = False
+        self._provider_id: str | None = None
+        self._model_id: str | None = None
+        self._stderr: deque[bytes] = deque()
+        self._stderr_size = 0
+
+    @property
+    def evidence(self) -> AttemptEvidence:
+        return self._evidence
+
+    async def execute(self) -> PromptOutcome:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        unsubscribe = (
+            self._cancel.on_cancel(lambda: loop.call_soon_threadsafe(stop.set))
+            if self._cancel is not None
+            else None
+        )
+        try:
+            return await self._spawn_and_converse(stop)
+        finally:
+            if unsubscribe is not None:
+                unsubscribe()
+
+    # ---- the conversation -----------------------------------------------------------------
+
+    async def _spawn_and_converse(self, stop: asyncio.Event) -> PromptOutcome:
+        command, *args = self.spec.command
+        try:
+            async with spawn_agent_process(
+                _KandevClient(self),
+                command,
+                *args,
+                env=dict(self.spec.env),
+                cwd=self.spec.cwd,
+                transport_kwargs={"limit": DEFAULT_STDIO_BUFFER_LIMIT_BYTES},
+                observers=[self._observe],
+            ) as (conn, process):
+                drain = asyncio.create_task(self._drain_stderr(process.stderr))
+                try:
+                    return await self._converse(conn, process, stop, drain)
+                finally:
+                    if not drain.done():
+                        drain.cancel()
+        except OSError as error:
+            return self._fail(
+                TerminalError(
+                    source=Source.EXIT,
+                    message=f"the agent command could not be started ({type(error).__name__})",
+                )
+            )
+
+    async def _converse(
+        self, conn: Any, process: Any, stop: asyncio.Event, drain: Any
+    ) -> PromptOutcome:
+        spec = self.spec
+        try:
+            init = await conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(),
+                client_info=CLIENT_INFO,
+            )
+            agent_info = init.agent_info
+            self._provider_id = allowed_identity(agent_info.name) if agent_info else None
+            self._shaper = StreamShaper(cursor_agent=is_cursor_agent(self._provider_id))
+            session = await conn.new_session(cwd=spec.cwd, mcp_servers=[])
+            self._acp_session_id = session.session_id
+            options = [
+                option.model_dump(by_alias=True, mode="json")
+                for option in session.config_options or []
+            ]
+            if model := settled_model(options):
+                self._emit(ModelSettled(model_id=model))
+            self._prompting = True
+            response = await self._await_prompt(
+                conn,
+                process,
+                conn.prompt(
+                    session_id=session.session_id,
+                    prompt=[text_block(redact_credentials(spec.prompt))],
+                ),
+                stop,
+            )
+        except RequestError as error:
+            self._emit_all(self._shaper.release_held())
+            return self._fail(
+                TerminalError(
+                    source=Source.ACP_PROMPT,
+                    message=str(error),
+                    jsonrpc_code=error.code,
+                    data=error.data,
+                )
+            )
+        except _Stopped as stopped:
+            self._emit_all(self._shaper.release_held())
+            phase = Phase.CANCELLATION if stopped.kind is Kind.CANCELLED else None
+            return self._fail(
+                TerminalError(
+                    source=Source.EXIT,
+                    message=f"the agent did not stop within {spec.cancel_grace_s:g} s"
+                    if stopped.kind is Kind.CANCELLED
+                    else f"the prompt took longer than {spec.prompt_timeout_s:g} s",
+                    kind=stopped.kind,
+                    phase=phase,
+                )
+            )
+        except (ConnectionError, asyncio.IncompleteReadError):
+            self._emit_all(self._shaper.release_held())
+            return await self._exit_failure(process, drain)
+        except ValidationError:
+            self._emit_all(self._shaper.release_held())
+            return self._fail(
+                TerminalError(
+                    source=Source.ACP_PROMPT,
+                    message="the agent sent a response that does not follow the protocol",
+                    kind=Kind.MALFORMED,
+                    phase=Phase.PROTOCOL,
+                )
+            )
+        held = self._shaper.take_held()
+        if held is not None:
+            return self._fail(TerminalError(source=Source.ACP_CHUNK, message=held))
+        self._emit(PromptEnd(stop_reason=str(response.stop_reason)))
+        return PromptCompleted(
+            stop_reason=str(response.stop_reason),
+            correlation=spec.correlation,
+            evidence=self._evidence,
+            model_id=self._model_id,
+        )
+
+    async def _await_prompt(self, conn: Any, process: Any, prompt: Any, stop: asyncio.Event) -> Any:
+        task = asyncio.ensure_future(prompt)
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {task, stopping},
+                timeout=self.spec.prompt_timeout_s,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            stopping.cancel()
+        if task in done:
+            return task.result()
+        kind = Kind.CANCELLED if stop.is_set() else Kind.TIMEOUT
+        with contextlib.suppress(Exception):
+            await conn.cancel(session_id=self._acp_session_id)
+        try:
+            response = await asyncio.wait_for(asyncio.shield(task), self.spec.cancel_grace_s)
+        except TimeoutError:
+            # The agent ignored session/cancel: stop it, or it would hold the worker forever.
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            raise _Stopped(kind) from None
+        if kind is Kind.TIMEOUT:
+            raise _Stopped(kind)
+        return response  # the agent honoured the cancel: stop_reason "cancelled"
+
+    async def _exit_failure(self, process: Any, drain: Any) -> PromptFailure:
+        try:
+            status = await asyncio.wait_for(process.wait(), _EXIT_WAIT_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            status = await process.wait()
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(drain), 1.0)
+        tail = b"".join(self._stderr).decode("utf-8", errors="replace").strip()
+        ended = f"the agent exited with status {status}"
+        return self._fail(
+            TerminalError(source=Source.EXIT, message=f"{tail}\n{ended}" if tail else ended)
+        )
+
+    # ---- events ---------------------------------------------------------------------------
+
+    def _observe(self, message: StreamEvent) -> None:
+        if message.direction is not StreamDirection.INCOMING:
+            return
+        raw = message.message
+        if raw.get("method") != "session/update":
+            return
+        params = raw.get("params")
+        if not isinstance(params, dict) or params.get("sessionId") != self._acp_session_id:
+            return  # another session's (or a previous session's) updates are not ours
+        update = params.get("update")
+        if not isinstance(update, dict):
+            return
+        for event in update_events(update):
+            if isinstance(event, ModelSettled):
+                self._emit(event)
+            elif self._prompting:
+                self._emit_all(self._shaper.feed(event))
+
+    def _emit_all(self, events: list[AgentEvent]) -> None:
+        for event in events:
+            self._emit(event)
+
+    def _emit(self, event: AgentEvent) -> None:
+        if isinstance(event, ModelSettled):
+            self._model_id = event.model_id
+        self._evidence = evidence_observe(self._evidence, event, correlation=self.spec.correlation)
+        self._on_event(event)
+
+    def _fail(self, terminal: TerminalError) -> PromptFailure:
+        return failure_build(
+            terminal=terminal,
+            attempt=self._evidence,
+            correlation=self.spec.correlation,
+            provider_id=self._provider_id,
+            model_id=self._model_id,
+        )
+
+    async def _drain_stderr(self, stream: asyncio.StreamReader | None) -> None:
+        # Read everything, keep a bounded tail: an agent blocked on a full stderr pipe would hang.
+        if stream is None:
+            return
+        while chunk := await stream.read(4096):
+            self._stderr.append(chunk)
+            self._stderr_size += len(chunk)
+            while self._stderr_size > self.spec.stderr_tail_bytes and len(self._stderr) > 1:
+                self._stderr_size -= len(self._stderr.popleft())
+
+    # ---- permission requests (called by the SDK client below) -----------------------------
+
+    def permission_answer(
+        self, *, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse:
+        kind = tool_call.kind or self._shaper.tool_kinds.get(tool_call.tool_call_id)
+        choice = permission_choose(
+            policy=self.spec.permission_policy,
+            tool_kind=kind,
+            options=[(option.option_id, option.kind) for option in options],
+        )
+        self._emit_all(
+            self._shaper.feed(
+                AgentPermission(
+                    tool_call_id=tool_call.tool_call_id,
+                    granted=choice.granted,
+                    option_kind=choice.option_kind,
+                )
+            )
+        )
+        if choice.option_id is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(option_id=choice.option_id, outcome="selected")
+        )
+
+
+class _KandevClient:
+    """The SDK's client side. Updates are converted from raw frames by the run's observer."""
+
+    def __init__(self, run: AcpPromptRun) -> None:
+        self._run = run
+
+    async def request_permission(
+        self,
+        session_id: str,
+        tool_call: ToolCallUpdate,
+        options: list[PermissionOption],
+        **kwargs: Any,
+    ) -> RequestPermissionResponse:
+        return self._run.permission_answer(tool_call=tool_call, options=options)
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        return None
