@@ -96,6 +96,8 @@ def session_state_set(
 ) -> None:
     """Move the session (and its task's status) to ``state`` and record it in the event log."""
     task_status = {
+        # A finished turn hands the task back: "open" until someone prompts again or closes it.
+        Session.State.IDLE: Task.Status.OPEN,
         Session.State.RUNNING: Task.Status.IN_PROGRESS,
         Session.State.WAITING_RETRY: Task.Status.IN_PROGRESS,
         Session.State.NEEDS_ATTENTION: Task.Status.NEEDS_ATTENTION,

@@ -146,6 +146,16 @@ def test_a_failed_generation_leaves_the_session_and_task_needing_attention(sessi
     assert not generation_end(generation=generation, state=PromptGeneration.State.STOPPED)
 
 
+def test_a_finished_turn_hands_the_task_back_as_open(session, alice):
+    generation = prompt_submit(session=session, user=alice, text="go")
+    generation_claim(generation_id=generation.pk)
+
+    assert generation_end(generation=generation, state=PromptGeneration.State.SUCCEEDED)
+
+    session.refresh_from_db()
+    assert (session.state, session.task.status) == (Session.State.IDLE, Task.Status.OPEN)
+
+
 def test_unknown_and_foreign_sessions_are_indistinguishable(session, alice, bob):
     with pytest.raises(SessionNotFound):
         session_for_user(user=bob, session_id=session.pk)
