@@ -8,7 +8,8 @@ shares a counter and the call after a tool result starts afresh.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,6 +18,8 @@ from aiohttp import web
 from recovery.mock import anthropic_wire, openai_wire
 from recovery.mock.errors import ErrorResponse, anthropic_error, openai_error
 from recovery.mock.history import History, anthropic_history, openai_history
+from recovery.mock.incident import INCIDENT_KEY, IncidentBook
+from recovery.mock.incident import add_routes as add_incident_routes
 from recovery.mock.scenarios import SCENARIOS, ScenarioRequest, parse_command
 from recovery.mock.steps import Delay, Drop, Fail, Failure, Finish, Malformed, Plan, StreamError
 
@@ -52,15 +55,17 @@ class MockState:
 STATE_KEY = web.AppKey("mock_state", MockState)
 
 
-def build_app() -> web.Application:
+def build_app(*, monotonic: Callable[[], float] = time.monotonic) -> web.Application:
     app = web.Application(client_max_size=32 * 1024 * 1024)
     app[STATE_KEY] = MockState()
+    app[INCIDENT_KEY] = IncidentBook(monotonic)
     app.router.add_post(ANTHROPIC_PATH, _anthropic)
     app.router.add_post(OPENAI_PATH, _openai)
     app.router.add_get("/_mock/health", _health)
     app.router.add_get("/_mock/requests", _requests)
     app.router.add_post("/_mock/reset", _reset)
     app.router.add_post("/_mock/script", _script)
+    add_incident_routes(app)
     return app
 
 
@@ -75,6 +80,7 @@ async def _requests(request: web.Request) -> web.Response:
 
 async def _reset(request: web.Request) -> web.Response:
     request.app[STATE_KEY].reset()
+    request.app[INCIDENT_KEY].reset()
     return web.json_response({"ok": True})
 
 
@@ -130,6 +136,7 @@ async def _serve(request: web.Request, *, anthropic: bool) -> web.StreamResponse
     entry: dict[str, Any] = {
         "id": len(state.requests) + 1,
         "path": request.path,
+        "received_at": time.time(),  # epoch seconds: tests compare it with other processes' clocks
         "disconnected": False,
         "completed": False,
     }
@@ -144,6 +151,20 @@ async def _serve(request: web.Request, *, anthropic: bool) -> web.StreamResponse
         entry.update(status=400)
         return web.json_response({"error": "request body is not JSON"}, status=400)
     history = anthropic_history(body) if anthropic else openai_history(body)
+    incident = request.app[INCIDENT_KEY].failing()
+    if incident is not None:
+        # Before the scenario is consulted: an incident fails the provider, not a conversation,
+        # so it must not use up the conversation's scripted attempts.
+        error = error_for(incident.fail())
+        entry.update(
+            status=error.status,
+            completed=True,
+            incident=incident.number,
+            model=str(body.get("model", "")),
+            conversation=history.conversation,
+            stream=bool(body.get("stream")),
+        )
+        return _error_response(error)
     plan, model = _plan_for(request, body, history, entry)
     entry.update(
         model=model,

@@ -6,7 +6,7 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -22,8 +22,11 @@ FAKE_OPENAI_KEY = "sk-test-000"
 
 
 @contextmanager
-def running_mock_server(host: str = "127.0.0.1") -> Iterator[str]:
-    """Start the server on its own event loop in a daemon thread; yield its base URL."""
+def running_mock_server(
+    host: str = "127.0.0.1", *, monotonic: Callable[[], float] = time.monotonic
+) -> Iterator[str]:
+    """Start the server on its own event loop in a daemon thread; yield its base URL.
+    ``monotonic`` is the server's clock for incidents (a fake one lets tests skip the wait)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
@@ -31,7 +34,9 @@ def running_mock_server(host: str = "127.0.0.1") -> Iterator[str]:
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     stopped = threading.Event()
-    runner = web.AppRunner(build_app(), handle_signals=False, shutdown_timeout=1.0)
+    runner = web.AppRunner(
+        build_app(monotonic=monotonic), handle_signals=False, shutdown_timeout=1.0
+    )
     failure: list[BaseException] = []
 
     def serve() -> None:
@@ -89,6 +94,25 @@ class MockProvider:
         httpx2.post(
             f"{self.url}/_mock/script", json={"scenario": scenario, **match}
         ).raise_for_status()
+
+    def incident_start(
+        self, *, seconds: float, status: int = 529, retry_after: int | None = None
+    ) -> dict:
+        """Fail every model request for ``seconds`` of the server's clock; returns its state."""
+        body: dict = {"seconds": seconds, "status": status}
+        if retry_after is not None:
+            body["retry_after"] = retry_after
+        response = httpx2.post(f"{self.url}/_mock/incident", json=body)
+        response.raise_for_status()
+        return response.json()
+
+    def incident(self) -> dict:
+        return httpx2.get(f"{self.url}/_mock/incident").json()
+
+    def incident_end(self) -> dict:
+        response = httpx2.delete(f"{self.url}/_mock/incident")
+        response.raise_for_status()
+        return response.json()
 
     def wait_for(self, predicate, *, timeout_s: float = 2.0) -> list[dict]:
         """Poll the request log until ``predicate(requests)`` holds (the server works async)."""

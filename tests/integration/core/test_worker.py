@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from kandev_web.settings import env_str
+from kandev_web.throwaway import database_url_named
 from recovery.mock.testing import running_mock_server
 from sessions_app.models import Message, PromptGeneration, ProviderTarget
 from sessions_app.services import prompt_submit, session_create
@@ -21,11 +23,11 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture
 def worker(celery_queue, tmp_path):
-    database = connection.settings_dict
+    # pytest-django's test database, on whatever server (TCP or unix socket) the suite uses.
+    database_url = database_url_named(env_str("DATABASE_URL"), connection.settings_dict["NAME"])
     env = {
         **os.environ,
-        "DATABASE_URL": f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/"
-        f"{database['NAME']}",
+        "DATABASE_URL": database_url,
         "KANDEV_CELERY_QUEUE": celery_queue,
         "LOG_LEVEL": "WARNING",
     }

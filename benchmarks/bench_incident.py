@@ -1,0 +1,480 @@
+"""Recovery during a simulated incident: the provider overloaded for 30 s while 20 sessions send
+prompts at t=0, through the real stack with the default ladder (5, 10, 20, 40, 60 s, jitter 0.2).
+
+    python -m benchmarks.bench_incident
+    KANDEV_BENCH_INCIDENT_S=8 python -m benchmarks.bench_incident     # a quick run
+
+Subprocesses on a throwaway database: the mock provider, two Celery workers (threads pool, 8
+each), Celery beat (the sweeper). A driver process warms the workers up, starts the incident on
+the mock (`POST /_mock/incident`, every model request answers 529 until it ends) and submits the
+20 prompts right after. Meanwhile this process samples the retry notices of every session every
+100 ms; at the end the session event log is replayed to check that no `notice.upserted` ever
+coexisted with another notice of its session.
+
+Reported: attempts per session, requests the provider saw, time from the provider's recovery to
+each session's answer (its generation finishing), and the most notices any session had at once.
+The run takes real time (incident + the ladder step that straddles its end): about 60-90 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+SESSIONS = 20
+WORKERS = 2
+WORKER_THREADS = 8
+SAMPLE_INTERVAL_S = 0.1
+DEFAULT_INCIDENT_S = 30.0
+# The ladder's longest wait with jitter: after the provider recovers, no session should wait more
+# than one (the longest) step for its next attempt, plus a little for the attempt itself.
+LONGEST_STEP_S = 60 * 1.2
+# Settings the benchmark must not inherit: it measures the default ladder and sweeper.
+LADDER_ENV = (
+    "KANDEV_RETRY_DELAYS",
+    "KANDEV_RETRY_MAX_ATTEMPTS",
+    "KANDEV_RETRY_JITTER",
+    "KANDEV_RETRY_DEADLINE",
+    "KANDEV_SWEEP_INTERVAL",
+)
+ACTIVE = ("queued", "running", "waiting_retry")
+
+DRIVER = """
+import json, os, time, urllib.request
+from django.contrib.auth import get_user_model
+from sessions_app.models import PromptGeneration, ProviderTarget
+from sessions_app.services import prompt_submit, session_create, target_create
+
+mock = os.environ["KANDEV_MOCK_PROVIDER_URL"]
+
+def post(path, body):
+    request = urllib.request.Request(mock + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+user = get_user_model().objects.create_user("bench")
+target = target_create(name="Mock", kind=ProviderTarget.Kind.MOCK)
+# Warm-up (not measured): each worker's first run pays for importing the provider SDKs.
+warm = [prompt_submit(session=session_create(owner=user, target=target, title=f"Warm {i}"),
+                      user=user, text=f"warm up {i}") for i in range(4)]
+deadline = time.monotonic() + 120
+while PromptGeneration.objects.filter(pk__in=[g.pk for g in warm],
+                                      state__in=PromptGeneration.ACTIVE_STATES).exists():
+    assert time.monotonic() < deadline, "warm-up prompts did not finish"
+    time.sleep(0.1)
+sessions = [session_create(owner=user, target=target, title=f"Incident {i}")
+            for i in range(int(os.environ["BENCH_SESSIONS"]))]
+post("/_mock/reset", {})
+seconds = float(os.environ["BENCH_INCIDENT_S"])
+incident = post("/_mock/incident", {"seconds": seconds, "status": 529})
+recovers_at = time.time() + incident["incident"]["remaining_s"]
+submitted_at = time.time()
+generations = {s.pk: prompt_submit(session=s, user=user, text="hello").pk for s in sessions}
+print(json.dumps({"recovers_at": recovers_at, "submitted_at": submitted_at,
+                  "generations": generations}))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait(check: Callable[[], bool], *, timeout: float, what: str, interval: float = 0.1) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"{what} not reached within {timeout:.0f}s")
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status < 500
+    except OSError:
+        return False
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+class _Processes:
+    """Subprocesses, each in its own process group, all stopped (group by group) on exit."""
+
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
+        self.env, self.logs = env, logs
+        self.started: list[tuple[str, subprocess.Popen]] = []
+
+    def spawn(self, name: str, *args: str) -> Path:
+        log = self.logs / f"{name}.log"
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                args,
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.started.append((name, process))
+        return log
+
+    def check_alive(self) -> None:
+        dead = [name for name, process in self.started if process.poll() is not None]
+        if dead:
+            raise RuntimeError(f"{', '.join(dead)} exited early; logs in {self.logs}")
+
+    def stop_all(self) -> None:
+        for _, process in reversed(self.started):
+            _signal_group(process, signal.SIGTERM)
+        for _, process in reversed(self.started):
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                _signal_group(process, signal.SIGKILL)
+                process.wait(timeout=5)
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)  # the group id is the leader's pid (start_new_session)
+    except ProcessLookupError:
+        pass
+
+
+@dataclass
+class _Samples:
+    """What the sampler saw: the most notices per session at once, and how many were waiting."""
+
+    count: int = 0
+    most_per_session: int = 0
+    most_sessions_waiting: int = 0
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def _sample(database_url: str, samples: _Samples) -> None:
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        while not samples.stop.is_set():
+            counts = conn.execute(
+                "SELECT session_id, count(*) FROM ladder_retrynotice GROUP BY session_id"
+            ).fetchall()
+            samples.count += 1
+            samples.most_per_session = max(
+                samples.most_per_session, max((n for _, n in counts), default=0)
+            )
+            samples.most_sessions_waiting = max(samples.most_sessions_waiting, len(counts))
+            samples.stop.wait(SAMPLE_INTERVAL_S)
+
+
+def _event_log_most_notices(conn) -> int:
+    """Replay every session's notice events: the most notices live right after any upsert."""
+    live: dict[int, set[int]] = defaultdict(set)
+    most = 0
+    rows = conn.execute(
+        "SELECT session_id, type, payload FROM sessions_app_sessionevent"
+        " WHERE type IN ('notice.upserted', 'notice.deleted') ORDER BY session_id, seq"
+    ).fetchall()
+    for session_id, kind, payload in rows:
+        if kind == "notice.upserted":
+            live[session_id].add(payload["notice"]["id"])
+            most = max(most, len(live[session_id]))
+        else:
+            live[session_id].difference_update(payload["ids"])
+    return most
+
+
+def _stack_env(*, database_url: str, mock_url: str, queue: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in LADDER_ENV}
+    from kandev_web.settings import env_str  # the environment, or `make run`'s services.env
+
+    env.update(
+        DATABASE_URL=database_url,
+        REDIS_URL=env_str("REDIS_URL"),
+        KANDEV_MOCK_PROVIDER_URL=mock_url,
+        KANDEV_CELERY_QUEUE=queue,
+        KANDEV_CHANNEL_PREFIX=f"{queue}_ch",
+        DEBUG="false",
+        LOG_LEVEL="WARNING",
+    )
+    return env
+
+
+def _start_stack(processes: _Processes, *, mock_port: int, queue: str, logs: Path) -> None:
+    processes.spawn("mock", sys.executable, "-m", "recovery.mock", "--port", str(mock_port))
+    worker_logs = [
+        processes.spawn(
+            f"worker-{i}",
+            str(VENV_BIN / "celery"),
+            "-A",
+            "kandev_web",
+            "worker",
+            "-Q",
+            queue,
+            "-P",
+            "threads",
+            "-c",
+            str(WORKER_THREADS),
+            "-n",
+            f"{queue}-{i}@localhost",
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "INFO",
+        )
+        for i in range(WORKERS)
+    ]
+    processes.spawn(
+        "beat",
+        str(VENV_BIN / "celery"),
+        "-A",
+        "kandev_web",
+        "beat",
+        "-s",
+        str(logs / "beat-schedule"),
+        "--pidfile",
+        str(logs / "beat.pid"),
+        "-l",
+        "INFO",
+    )
+    _wait(
+        lambda: _answers(f"http://127.0.0.1:{mock_port}/_mock/health"),
+        timeout=30,
+        what="mock provider",
+    )
+    for log in worker_logs:
+        _wait(
+            lambda log=log: processes.check_alive() or b" ready." in log.read_bytes(),
+            timeout=90,
+            what=f"celery worker ({log.name})",
+        )
+
+
+def _measure(*, database_url: str, mock_url: str, driver: dict, samples: _Samples) -> dict:
+    import psycopg
+
+    generations = {int(s): g for s, g in driver["generations"].items()}
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT g.session_id, g.state, g.finished_at,"
+            " (SELECT count(*) FROM ladder_attemptrecord a WHERE a.generation_id = g.id),"
+            " (SELECT count(*) FROM sessions_app_message m"
+            "   WHERE m.generation_id = g.id AND m.role = 'assistant')"
+            " FROM sessions_app_promptgeneration g WHERE g.id = ANY(%s)",
+            (list(generations.values()),),
+        ).fetchall()
+        notices_left = conn.execute("SELECT count(*) FROM ladder_retrynotice").fetchone()[0]
+        event_log_most = _event_log_most_notices(conn)
+    with urllib.request.urlopen(f"{mock_url}/_mock/requests", timeout=10) as response:
+        requests = json.load(response)["requests"]
+    succeeded = [row for row in rows if row[1] == "succeeded"]
+    attempts = [failed + (1 if state == "succeeded" else 0) for _, state, _, failed, _ in rows]
+    recovery_to_answer = [row[2].timestamp() - driver["recovers_at"] for row in succeeded]
+    return {
+        "succeeded": len(succeeded),
+        "states": sorted({row[1] for row in rows}),
+        "attempts": attempts,
+        "answers_per_session": [row[4] for row in rows],
+        "recovery_to_answer": recovery_to_answer,
+        "requests": len(requests),
+        "incident_requests": sum(1 for r in requests if r.get("incident")),
+        "answered_requests": sum(1 for r in requests if r.get("status") == 200),
+        "notices_left": notices_left,
+        "event_log_most": event_log_most,
+        "sampled_most": samples.most_per_session,
+        "samples": samples.count,
+        "most_waiting": samples.most_sessions_waiting,
+    }
+
+
+def run() -> list[dict]:
+    from kandev_web.settings import env_str
+    from kandev_web.throwaway import throwaway_database
+
+    incident_s = float(os.environ.get("KANDEV_BENCH_INCIDENT_S") or DEFAULT_INCIDENT_S)
+    queue = f"kbench_incident_{uuid.uuid4().hex[:8]}"
+    mock_port = _free_port()
+    mock_url = f"http://127.0.0.1:{mock_port}"
+    with (
+        throwaway_database(env_str("DATABASE_URL")) as database_url,
+        tempfile.TemporaryDirectory(prefix="kandev-bench-incident-") as tmp,
+    ):
+        logs = Path(tmp)
+        env = _stack_env(database_url=database_url, mock_url=mock_url, queue=queue)
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        processes = _Processes(env, logs)
+        samples = _Samples()
+        sampler = threading.Thread(target=_sample, args=(database_url, samples), daemon=True)
+        try:
+            _start_stack(processes, mock_port=mock_port, queue=queue, logs=logs)
+            sampler.start()
+            driver = json.loads(
+                subprocess.run(
+                    [sys.executable, "manage.py", "shell", "-c", DRIVER],
+                    cwd=ROOT,
+                    env={
+                        **env,
+                        "BENCH_SESSIONS": str(SESSIONS),
+                        "BENCH_INCIDENT_S": str(incident_s),
+                    },
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
+                .stdout.strip()
+                .splitlines()[-1]
+            )
+            _wait_for_answers(database_url, driver, processes, incident_s=incident_s)
+            samples.stop.set()
+            sampler.join(timeout=5)
+            measured = _measure(
+                database_url=database_url, mock_url=mock_url, driver=driver, samples=samples
+            )
+        except Exception:
+            _print_log_tails(logs)
+            raise
+        finally:
+            samples.stop.set()
+            processes.stop_all()
+            _broker_forget(env_str("REDIS_URL"), queue)
+    return _rows(measured, incident_s=incident_s)
+
+
+def _wait_for_answers(
+    database_url: str, driver: dict, processes: _Processes, *, incident_s: float
+) -> None:
+    import psycopg
+
+    ids = list(driver["generations"].values())
+    with psycopg.connect(database_url, autocommit=True) as conn:
+
+        def settled() -> bool:
+            processes.check_alive()
+            return not conn.execute(
+                "SELECT count(*) FROM sessions_app_promptgeneration"
+                " WHERE id = ANY(%s) AND state = ANY(%s)",
+                (ids, list(ACTIVE)),
+            ).fetchone()[0]
+
+        # The ladder's deadline (150 s) bounds every turn; beyond it something is stuck.
+        _wait(settled, timeout=incident_s + 200, what="every session's answer", interval=0.25)
+
+
+def _broker_forget(redis_url: str, queue: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.delete(queue, f"_kombu.binding.{queue}")
+    finally:
+        client.close()
+
+
+def _print_log_tails(logs: Path) -> None:
+    for log in sorted(logs.glob("*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        print(f"--- {log.name} ---", *tail, sep="\n", file=sys.stderr)
+
+
+def _rows(m: dict, *, incident_s: float) -> list[dict]:
+    def row(metric: str, value, target: str = "-", ok: bool | None = None) -> dict:
+        return {
+            "benchmark": "incident",
+            "metric": metric,
+            "value": value,
+            "target": target,
+            "ok": ok,
+        }
+
+    attempts, waits = m["attempts"], m["recovery_to_answer"]
+    answers = m["answers_per_session"]
+    return [
+        row(
+            f"sessions answered after a {incident_s:.0f} s overload",
+            f"{m['succeeded']}/{SESSIONS}",
+            f"{SESSIONS}/{SESSIONS}",
+            m["succeeded"] == SESSIONS,
+        ),
+        row(
+            "attempts per session (mean / max)",
+            f"{statistics.mean(attempts):.2f} / {max(attempts)}",
+            "max <= 6",
+            max(attempts) <= 6,
+        ),
+        row(
+            "provider requests (total = failed by incident + answered)",
+            f"{m['requests']} = {m['incident_requests']} + {m['answered_requests']}",
+            "total = sum of attempts",
+            m["requests"] == sum(attempts) == m["incident_requests"] + m["answered_requests"],
+        ),
+        row("recovery -> answer p50 s", round(statistics.median(waits), 2) if waits else "n/a"),
+        row(
+            "recovery -> answer max s",
+            round(max(waits), 2) if waits else "n/a",
+            f"<= {LONGEST_STEP_S:.0f}",
+            bool(waits) and max(waits) <= LONGEST_STEP_S,
+        ),
+        row(
+            f"most notices of one session at once ({m['samples']} samples, 100 ms)",
+            m["sampled_most"],
+            "1",
+            m["sampled_most"] == 1,
+        ),
+        row(
+            "most notices of one session at once (event log replay)",
+            m["event_log_most"],
+            "1",
+            m["event_log_most"] == 1,
+        ),
+        row("sessions showing a retry banner at once (peak)", m["most_waiting"]),
+        row(
+            "assistant answers per session (min / max)",
+            f"{min(answers)} / {max(answers)}",
+            "1 / 1",
+            min(answers) == max(answers) == 1,
+        ),
+        row("notices left after recovery", m["notices_left"], "0", m["notices_left"] == 0),
+    ]
+
+
+def main() -> int:
+    from benchmarks.__main__ import Row, rows_from, table
+
+    rows: list[Row] = rows_from(__name__, run())
+    print(table(rows))
+    return 1 if any(row.failed for row in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

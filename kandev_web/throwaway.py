@@ -1,0 +1,44 @@
+"""Throwaway PostgreSQL databases for tests and benchmarks that start real subprocesses.
+
+Subprocesses (Daphne, Celery workers) cannot join pytest's transaction, so they get a database of
+their own on the configured server, dropped afterwards. Works for TCP and unix-socket URLs alike:
+only the URL's path (the database name) changes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlparse, urlunparse
+
+import psycopg
+
+
+def database_url_named(base_url: str, name: str) -> str:
+    """``base_url`` pointing at database ``name`` on the same server."""
+    return urlunparse(urlparse(base_url)._replace(path=f"/{name}"))
+
+
+def database_drop(base_url: str, name: str) -> None:
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def database_create(base_url: str, name: str) -> str:
+    """Create ``name`` afresh (dropping a leftover of a crashed run) and return its URL."""
+    database_drop(base_url, name)
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return database_url_named(base_url, name)
+
+
+@contextmanager
+def throwaway_database(base_url: str, name: str | None = None) -> Iterator[str]:
+    """A fresh, empty database on the server of ``base_url``, dropped on exit; yields its URL."""
+    name = name or f"kandev_tmp_{uuid.uuid4().hex[:10]}"
+    url = database_create(base_url, name)
+    try:
+        yield url
+    finally:
+        database_drop(base_url, name)
