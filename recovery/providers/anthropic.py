@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 import anthropic
-import httpx2
 
 from recovery.clock import Clock
 from recovery.events import (
@@ -26,8 +25,8 @@ from recovery.events import (
     Usage,
 )
 from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, TargetConfig, WireItem
-from recovery.providers.failures import status_failure, stream_error_failure, wire_failure
-from recovery.providers.httpwire import SSEResponseStream, connect_failure, json_body_failure
+from recovery.providers.failures import stream_error_failure, wire_failure
+from recovery.providers.httpwire import SdkErrors, SSEResponseStream, sse_open
 from recovery.providers.sse import ServerSentEvent
 from recovery.providers.transport import abortable_http_client
 from recovery.taxonomy import Kind, Phase, ProviderFailure
@@ -207,6 +206,11 @@ class AnthropicDecoder:
         )
 
 
+_SDK_ERRORS = SdkErrors(
+    status=anthropic.APIStatusError, timeout=anthropic.APITimeoutError, connection=anthropic.APIConnectionError
+)
+
+
 class AnthropicAdapter:
     provider_id = "anthropic"
 
@@ -223,41 +227,14 @@ class AnthropicAdapter:
 
     def open(self, call: ModelCall, *, on_bytes: ByteObserver, clock: Clock) -> SSEResponseStream:
         model = self._target.model or call.model
-        try:
-            stream = self._client.messages.create(
-                **anthropic_request(call, model=model), stream=True
-            )
-        except anthropic.APIStatusError as error:
-            raise status_failure(
-                provider_id=self.provider_id,
-                model=model,
-                status=error.status_code,
-                headers=error.response.headers,
-                body=error.response.content,
-                clock=clock,
-            ) from None
-        except anthropic.APITimeoutError as error:
-            raise connect_failure(
-                error, provider_id=self.provider_id, model=model, timed_out=True
-            ) from None
-        except anthropic.APIConnectionError as error:
-            raise connect_failure(
-                error, provider_id=self.provider_id, model=model, timed_out=False
-            ) from None
-        response: httpx2.Response = stream.response
-        if "text/event-stream" not in response.headers.get("content-type", ""):
-            try:
-                raise json_body_failure(
-                    response=response, provider_id=self.provider_id, model=model, clock=clock
-                )
-            finally:
-                response.close()
-        return SSEResponseStream(
-            response=response,
+        return sse_open(
+            create=lambda: self._client.messages.create(**anthropic_request(call, model=model), stream=True),
+            errors=_SDK_ERRORS,
             decoder=AnthropicDecoder(model=model),
             on_bytes=on_bytes,
             provider_id=self.provider_id,
             model=model,
+            clock=clock,
         )
 
     def close(self) -> None:

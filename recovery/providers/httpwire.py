@@ -7,7 +7,8 @@ differs between wires: its event decoder.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx2
@@ -80,6 +81,55 @@ class SSEResponseStream:
         return wire_failure(
             provider_id=self._provider_id, model=self._model, kind=kind, phase=phase, detail=detail
         )
+
+
+@dataclass(frozen=True, slots=True)
+class SdkErrors:
+    """The exception classes one official SDK raises before a response starts streaming."""
+
+    status: type[Exception]  # has .status_code and .response
+    timeout: type[Exception]
+    connection: type[Exception]
+
+
+def sse_open(
+    *,
+    create: Callable[[], Any],
+    errors: SdkErrors,
+    decoder: EventDecoder,
+    on_bytes: ByteObserver,
+    provider_id: str,
+    model: str,
+    clock,
+) -> SSEResponseStream:
+    """Send the request through the SDK (``create`` returns its raw Stream) and hand back our
+    own SSE reader over its response, decoding every pre-stream failure into evidence."""
+    try:
+        stream = create()
+    except errors.status as error:
+        raise status_failure(
+            provider_id=provider_id,
+            model=model,
+            status=error.status_code,
+            headers=error.response.headers,
+            body=error.response.content,
+            clock=clock,
+        ) from None
+    except errors.timeout as error:  # a subclass of the connection error: checked first
+        raise connect_failure(error, provider_id=provider_id, model=model, timed_out=True) from None
+    except errors.connection as error:
+        raise connect_failure(error, provider_id=provider_id, model=model, timed_out=False) from None
+    response: httpx2.Response = stream.response
+    if "text/event-stream" not in response.headers.get("content-type", ""):
+        try:
+            raise json_body_failure(
+                response=response, provider_id=provider_id, model=model, clock=clock
+            )
+        finally:
+            response.close()
+    return SSEResponseStream(
+        response=response, decoder=decoder, on_bytes=on_bytes, provider_id=provider_id, model=model
+    )
 
 
 def json_body_failure(
