@@ -1,4 +1,4 @@
-"""Run one claimed prompt generation against a direct provider.
+"""Run one claimed prompt generation against a direct provider (ACP agents: agent/acp.py).
 
 One run: claim -> (model call -> stream rows -> run the turn's tools) at most MAX_MODEL_CALLS
 times -> end the generation as succeeded, stopped or failed. Tools run only after their turn
@@ -28,6 +28,7 @@ from recovery.events import (
     Usage,
 )
 from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
+from sessions_app.agent.acp import AcpAgentRun
 from sessions_app.agent.coalescer import StreamWriter
 from sessions_app.agent.outcome import failure_outcome, ladder_outcome, unexpected_outcome
 from sessions_app.agent.targets import TargetUnusable, target_config_for
@@ -66,6 +67,14 @@ def generation_run(
     if generation is None:
         logger.info("generation %s already claimed; duplicate delivery ignored", generation_id)
         return None
+    if generation.session.target.kind == ProviderTarget.Kind.ACP:
+        AcpAgentRun(
+            generation=generation,
+            target=generation.session.target,
+            clock=clock or SystemClock(),
+            rng=rng or random.Random(),
+        ).execute(stop_poll_interval_s=stop_poll_interval_s)
+        return generation
     run = AgentRun(
         generation=generation,
         target=generation.session.target,
@@ -98,6 +107,17 @@ def generation_retry(
         pk=loop.generation_id
     )
     target = ProviderTarget.objects.filter(name=loop.target_name).first() or generation.session.target
+    if target.kind == ProviderTarget.Kind.ACP:
+        # The whole prompt again, in a new agent process: attempt n+1 of the turn.
+        AcpAgentRun(
+            generation=generation,
+            target=target,
+            clock=clock or SystemClock(),
+            rng=rng or random.Random(),
+            attempt=loop.attempt + 1,
+            retrying=True,
+        ).execute(stop_poll_interval_s=stop_poll_interval_s)
+        return generation
     run = AgentRun(
         generation=generation,
         target=target,

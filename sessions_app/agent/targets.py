@@ -1,4 +1,5 @@
-"""Turn a ProviderTarget row into the wire layer's TargetConfig, reading the key at call time.
+"""Turn a ProviderTarget row into what a run needs: the wire layer's TargetConfig for a direct
+provider, an AcpTargetConfig (command line, working directory, environment) for an ACP agent.
 
 The key lives only in the worker's environment, named by ``api_key_env``; it is read for each run
 and never stored, logged or put in an error message.
@@ -7,10 +8,15 @@ and never stored, logged or put in an error message.
 from __future__ import annotations
 
 import os
+import shlex
+import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from django.conf import settings
 
+from recovery.providers.acp import PermissionPolicy
 from recovery.providers.base import TargetConfig
 from recovery.taxonomy import Evidence, Kind, Phase, ProviderFailure, Source
 from sessions_app.models import ProviderTarget
@@ -60,3 +66,66 @@ def target_config_for(
         api_key=api_key,
         name=target.name,
     )
+
+
+# What an ACP agent inherits from the worker besides the SDK's own trimmed set (HOME, PATH, ...):
+# the locale, the import path (our mock agent is a module of this project) and the mock agent's
+# counters. Nothing else: the worker's environment holds the database URL and Django's secret.
+ACP_ENV_ALLOWLIST = (
+    "LANG",
+    "LC_ALL",
+    "PYTHONPATH",
+    "KANDEV_MOCK_ACP_STATE",
+    "KANDEV_MOCK_ACP_RECORD",
+)
+ACP_WORKDIR_ENV = "KANDEV_ACP_WORKDIR"
+
+
+@dataclass(frozen=True, slots=True)
+class AcpTargetConfig:
+    command: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str] = field(repr=False)  # may hold the agent's key: never log it
+    permission_policy: PermissionPolicy = PermissionPolicy.ALLOW_READ_ONLY
+
+
+def acp_config_for(
+    target: ProviderTarget, *, session_id: int, environ: Mapping[str, str] = os.environ
+) -> AcpTargetConfig:
+    """The agent's command line (split shell-style), a working directory of the session's own and
+    the allowlisted environment. Raises TargetUnusable for a missing or unparsable command, or a
+    key variable that is named but not set."""
+    try:
+        command = tuple(shlex.split(target.command))
+    except ValueError:
+        command = ()
+    if not command:
+        raise TargetUnusable(
+            code="provider_not_configured",
+            detail=f"Target {target.name} has no usable agent command line.",
+        )
+    env = {name: environ[name] for name in ACP_ENV_ALLOWLIST if environ.get(name)}
+    # Appended, never prepended: an agent's own modules always win over ours.
+    env["PYTHONPATH"] = os.pathsep.join(
+        part for part in (env.get("PYTHONPATH", ""), str(settings.BASE_DIR)) if part
+    )
+    if target.api_key_env:
+        key = environ.get(target.api_key_env, "")
+        if not key:
+            raise TargetUnusable(
+                code="missing_credentials",
+                detail=(
+                    f"Target {target.name} can't be called: the environment variable "
+                    f"{target.api_key_env} is not set on the worker."
+                ),
+            )
+        env[target.api_key_env] = key
+    return AcpTargetConfig(command=command, cwd=str(_workdir(session_id, environ)), env=env)
+
+
+def _workdir(session_id: int, environ: Mapping[str, str]) -> Path:
+    # Each session gets its own directory, so an agent that writes files never sees another's.
+    root = Path(environ.get(ACP_WORKDIR_ENV) or Path(tempfile.gettempdir()) / "kandev-acp")
+    path = root / f"session-{session_id}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

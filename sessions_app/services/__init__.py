@@ -28,6 +28,7 @@ from sessions_app.services.messages import (
     message_finish,
     message_retract,
     message_start_streaming,
+    message_update,
 )
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "message_finish",
     "message_retract",
     "message_start_streaming",
+    "message_update",
     "prompt_submit",
     "prompt_text_clean",
     "session_create",

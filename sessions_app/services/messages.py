@@ -98,3 +98,30 @@ def message_retract(*, session: Session, ids: Sequence[int]) -> list[int]:
         Message.objects.filter(pk__in=existing).delete()
         event_append(session=session, type=event_names.MESSAGE_DELETED, payload={"ids": existing})
     return existing
+
+
+def message_update(
+    *,
+    message: Message,
+    text: str | None = None,
+    status: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> None:
+    """Revise a row in place (an ACP tool call's status, output or permission decision): one write
+    of the given fields and one full-replacement ``message.updated`` event."""
+    fields: dict[str, Any] = {}
+    if text is not None:
+        message.text = fields["text"] = text
+    if status is not None:
+        message.status = fields["status"] = status
+    if metadata is not None:
+        message.metadata = fields["metadata"] = metadata
+    if not fields:
+        return
+    with transaction.atomic():
+        Message.objects.filter(pk=message.pk).update(**fields, updated_at=timezone.now())
+        event_append(
+            session=message.session,
+            type=event_names.MESSAGE_UPDATED,
+            payload={"message": message_dict(message)},
+        )

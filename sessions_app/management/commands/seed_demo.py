@@ -1,4 +1,5 @@
-"""Seed what a first look needs: the `demo` user, a "Mock" provider target and one demo session.
+"""Seed what a first look needs: the `demo` user, a "Mock" provider target, an "ACP mock agent"
+target (our mock ACP agent, run by this interpreter) and one demo session.
 
 Idempotent: run on every `make run`. The password comes from --password or KANDEV_DEMO_PASSWORD
 (the supervisor passes it through the environment so it never shows in a process listing);
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shlex
+import sys
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -23,6 +26,12 @@ DEMO_USERNAME = "demo"
 MOCK_TARGET_NAME = "Mock"
 MOCK_MODEL = "mock-1"
 DEMO_SESSION_TITLE = "Try the mock provider"
+ACP_TARGET_NAME = "ACP mock agent"
+
+
+def acp_mock_command() -> str:
+    # This interpreter, so the agent finds the project's virtualenv wherever it lives.
+    return shlex.join([sys.executable, "-m", "recovery.mock.acp_agent"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,7 @@ def demo_seed(*, password: str, mock_url: str) -> DemoSeed:
             ProviderTarget.objects.filter(pk=target.pk).update(
                 kind=ProviderTarget.Kind.MOCK, base_url=mock_url, model=MOCK_MODEL
             )
+        _acp_target_seed()
         session = Session.objects.filter(owner=user).order_by("id").first()
         if session is None:
             task = task_create(owner=user, title="Demo task")
@@ -60,8 +70,23 @@ def demo_seed(*, password: str, mock_url: str) -> DemoSeed:
     )
 
 
+def _acp_target_seed() -> ProviderTarget:
+    target = ProviderTarget.objects.filter(name=ACP_TARGET_NAME).first()
+    if target is None:
+        return target_create(
+            name=ACP_TARGET_NAME, kind=ProviderTarget.Kind.ACP, command=acp_mock_command()
+        )
+    # The interpreter's path may differ from the last run (a new virtualenv): follow it.
+    ProviderTarget.objects.filter(pk=target.pk).update(
+        kind=ProviderTarget.Kind.ACP, command=acp_mock_command()
+    )
+    return target
+
+
 class Command(BaseCommand):
-    help = "Create or refresh the demo user, the Mock provider target and a demo session."
+    help = (
+        "Create or refresh the demo user, the Mock and ACP mock agent targets and a demo session."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--password", default=None, help="the demo user's password")

@@ -1,0 +1,91 @@
+"""An ACP session against the real mock ACP agent, run as a subprocess by the real worker code,
+with real Postgres and Redis. Scheduled retries are run by calling the task's service directly,
+exactly as the worker would when the eta arrives; nothing waits."""
+
+from __future__ import annotations
+
+import random
+import shlex
+import sys
+
+import pytest
+import redis
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from recovery.django.models import RetryLoop
+from recovery.mock.testing import SplitClock
+from sessions_app.agent.runner import generation_retry, generation_run
+from sessions_app.models import Message, PromptGeneration, ProviderTarget, SessionEvent
+from sessions_app.services import prompt_submit, session_create
+
+MOCK_AGENT_COMMAND = shlex.join([sys.executable, "-m", "recovery.mock.acp_agent"])
+
+
+@pytest.fixture(autouse=True)
+def agent_state(tmp_path, monkeypatch):
+    """The mock agent's prompt counters and working directories, private to this test."""
+    monkeypatch.setenv("KANDEV_MOCK_ACP_STATE", str(tmp_path / "acp-state.json"))
+    monkeypatch.setenv("KANDEV_MOCK_ACP_RECORD", str(tmp_path / "prompts.jsonl"))
+    monkeypatch.setenv("KANDEV_ACP_WORKDIR", str(tmp_path / "work"))
+    return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def quiet_queue():
+    """Submitted prompts and scheduled attempts land in the real broker queue; keep it empty."""
+    client = redis.Redis.from_url(settings.REDIS["client"])
+    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    yield client
+    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
+    client.close()
+
+
+@pytest.fixture
+def clock():
+    return SplitClock()
+
+
+@pytest.fixture
+def owner(db):
+    return get_user_model().objects.create_user(username="owner")
+
+
+@pytest.fixture
+def acp_target(db):
+    return ProviderTarget.objects.create(
+        name="Mock agent", kind=ProviderTarget.Kind.ACP, command=MOCK_AGENT_COMMAND
+    )
+
+
+@pytest.fixture
+def chat(owner, acp_target):
+    return session_create(owner=owner, target=acp_target, title="Agent chat")
+
+
+def run_prompt(chat, owner, text, clock, **kwargs) -> PromptGeneration:
+    generation = prompt_submit(session=chat, user=owner, text=text)
+    generation_run(generation_id=generation.pk, clock=clock, rng=random.Random(7), **kwargs)
+    generation.refresh_from_db()
+    return generation
+
+
+def run_retry(generation, clock) -> PromptGeneration:
+    loop = RetryLoop.objects.get(generation=generation)
+    if loop.next_attempt_at is not None:
+        clock.wall.set(loop.next_attempt_at.timestamp())  # the eta arrived
+    generation_retry(loop_id=loop.pk, attempt=loop.attempt, clock=clock, rng=random.Random(7))
+    generation.refresh_from_db()
+    return generation
+
+
+def rows(chat) -> list[tuple[str, str]]:
+    return list(Message.objects.filter(session=chat).order_by("id").values_list("role", "text"))
+
+
+def event_kinds(chat, prefix: str = "") -> list[str]:
+    return list(
+        SessionEvent.objects.filter(session=chat, type__startswith=prefix)
+        .order_by("seq")
+        .values_list("type", flat=True)
+    )
