@@ -9,6 +9,8 @@ Decisions:
   with an error result instead of being run later: a tool must never run twice, and we can't know
   whether an earlier worker ran it.
 - "Start fresh" sets Session.context_from: rows before it stay visible but are not sent.
+- ACP agents' tool rows (metadata source "acp") are left out when a session moves to a direct
+  provider: those tools ran inside the agent, not as calls of this model.
 - Consecutive turns of one role are merged, so dropping rows never yields two user turns in a row.
 """
 
@@ -36,6 +38,10 @@ def _parts_of(messages: list[Message]) -> Iterable[tuple[str, Part]]:
             if message.text and not message.incomplete:
                 yield "assistant", TextPart(message.text)
         elif message.role == Message.Role.TOOL_CALL:
+            if message.metadata.get("source") == "acp":
+                # An ACP agent's own tool, run inside its process: not a call this model made,
+                # and sealing it as "never ran" would be untrue.
+                continue
             call_id = message.metadata.get("tool_call_id", "")
             yield (
                 "assistant",

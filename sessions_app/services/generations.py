@@ -15,6 +15,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from recovery.redact import redact_credentials
 from sessions_app import events as event_names
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
 from sessions_app.models import Message, PromptGeneration, Session
@@ -27,12 +28,17 @@ State = PromptGeneration.State
 
 
 def prompt_text_clean(text: str) -> str:
-    """The prompt as it will be stored, or InvalidInput(field="text")."""
+    """The prompt as it will be stored, or InvalidInput(field="text").
+
+    A credential pasted into a prompt (an API key, a bearer token, a password assignment) is
+    replaced by the credential tier before anything is written: secrets never reach the database,
+    the event log, the viewers or a provider in clear.
+    """
     if not isinstance(text, str) or not text.strip():
         raise InvalidInput("text", "must not be empty")
     if len(text) > settings.KANDEV_MAX_PROMPT_CHARS:
         raise InvalidInput("text", f"must be at most {settings.KANDEV_MAX_PROMPT_CHARS} characters")
-    return text.strip()
+    return redact_credentials(text.strip())
 
 
 def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> PromptGeneration:
@@ -189,6 +195,7 @@ def generation_end(
                 session=generation.session,
                 state=Session.State.NEEDS_ATTENTION,
                 recovery_actions=("resume", "fresh"),
+                explanation=error_message,
             )
         else:
             session_state_set(session=generation.session, state=Session.State.IDLE)

@@ -91,6 +91,18 @@ def test_it_refuses_empty_and_oversized_prompts(session, alice, text, settings):
     assert not PromptGeneration.objects.exists()
 
 
+def test_a_credential_pasted_into_a_prompt_is_never_stored(session, alice):
+    prompt_submit(
+        session=session, user=alice, text="why does sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123 fail?"
+    )
+
+    stored = Message.objects.get(session=session, role="user").text
+    assert "abcdefghijklmnop" not in stored
+    assert stored.startswith("why does ") and stored.endswith(" fail?")
+    logged = json.dumps(list(SessionEvent.objects.filter(session=session).values("payload")))
+    assert "abcdefghijklmnop" not in logged
+
+
 def test_a_stranger_cannot_prompt_a_session(session, bob):
     with pytest.raises(SessionNotFound):
         prompt_submit(session=session, user=bob, text="hi")

@@ -63,3 +63,19 @@ def test_a_tool_call_that_never_ran_is_sealed_not_rerun():
         "user",
         (ToolResultPart("t9", SEALED_RESULT, is_error=True), TextPart("are you there?")),
     )
+
+
+def test_an_acp_agents_own_tool_rows_are_not_sent_to_a_direct_provider():
+    turns = turns_from_messages(
+        [
+            row("user", "list files"),
+            row("tool_call", "Read README", tool_call_id="acp-1", name="read", source="acp"),
+            row("assistant", "There is a README."),
+            row("user", "thanks"),
+        ]
+    )
+    assert turns == (
+        Turn("user", (TextPart("list files"),)),
+        Turn("assistant", (TextPart("There is a README."),)),
+        Turn("user", (TextPart("thanks"),)),
+    )
