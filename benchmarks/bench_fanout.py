@@ -29,13 +29,19 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from pathlib import Path
-from typing import Self
-from urllib.parse import urlparse, urlunparse
 
-ROOT = Path(__file__).resolve().parent.parent
+from kandev_web.testbed import (
+    ROOT,
+    answers,
+    free_port,
+    manage,
+    percentile,
+    throwaway_database,
+    wait_until,
+)
+
 DELTAS = 2_000
 VIEWERS = 50
 P99_TARGET_MS = 150.0
@@ -115,70 +121,6 @@ message_finish(message=message)
 with open(out, "w") as handle:
     json.dump({"coalesced": coalesced, "uncoalesced": {"commits": raw_commits}}, handle)
 """
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status < 500
-    except OSError:
-        return False
-
-
-def _wait(check, *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"{what} did not come up within {timeout}s")
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-class _Database:
-    """A throwaway database on the configured server, so runs never touch real data."""
-
-    def __init__(self, base_url: str) -> None:
-        self.base_url = base_url
-        self.name = f"kandev_bench_{uuid.uuid4().hex[:8]}"
-        self.url = urlunparse(urlparse(base_url)._replace(path=f"/{self.name}"))
-
-    def _run(self, sql: str) -> None:
-        import psycopg
-
-        with psycopg.connect(self.base_url, autocommit=True) as conn:
-            conn.execute(sql)
-
-    def __enter__(self) -> Self:
-        self._run(f'CREATE DATABASE "{self.name}"')
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._run(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-
-
-def _manage(env: dict[str, str], *args: str, timeout: float = 300) -> str:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    ).stdout
 
 
 async def _viewer(
@@ -270,7 +212,7 @@ def _measure(
     return {
         "deltas_per_s": DELTAS / (finished - started),
         "p50_ms": statistics.median(latencies),
-        "p99_ms": _percentile(latencies, 0.99),
+        "p99_ms": percentile(latencies, 0.99),
         "delivered": len(latencies) / (len(commits) * len(received)),
         "events": len(commits),
     }
@@ -304,7 +246,7 @@ async def _baseline(redis_url: str) -> dict:
     return {
         "deltas_per_s": DELTAS / (last_receive[0] - started),
         "p50_ms": statistics.median(latencies),
-        "p99_ms": _percentile(latencies, 0.99),
+        "p99_ms": percentile(latencies, 0.99),
     }
 
 
@@ -312,16 +254,16 @@ def run() -> list[dict]:
     from kandev_web.settings import env_str  # the environment, or `make run`'s services.env
 
     database_url, redis_url = env_str("DATABASE_URL"), env_str("REDIS_URL")
-    with _Database(database_url) as database:
-        web_port = _free_port()
+    with throwaway_database(database_url) as database_url_for_run:
+        web_port = free_port()
         env = {
             **os.environ,
-            "DATABASE_URL": database.url,
+            "DATABASE_URL": database_url_for_run,
             "DEBUG": "false",
             "KANDEV_CHANNEL_PREFIX": f"kbench{uuid.uuid4().hex[:6]}",
         }
-        _manage(env, "migrate", "--noinput", "-v", "0")
-        setup = json.loads(_manage(env, "shell", "-c", SETUP).strip().splitlines()[-1])
+        manage(env, "migrate", "--noinput", "-v", "0")
+        setup = json.loads(manage(env, "shell", "-c", SETUP).strip().splitlines()[-1])
         daphne = subprocess.Popen(
             [
                 sys.executable,
@@ -340,7 +282,7 @@ def run() -> list[dict]:
         )
         try:
             base_url = f"http://127.0.0.1:{web_port}"
-            _wait(lambda: _answers(f"{base_url}/accounts/login/"), timeout=90, what="daphne")
+            wait_until(lambda: answers(f"{base_url}/accounts/login/"), timeout=90, what="daphne")
             baseline = asyncio.run(_baseline(redis_url))
             pipeline = asyncio.run(_pipeline(base_url, setup["session_id"], setup["cookie"], env))
         finally:

@@ -21,21 +21,25 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.request
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from kandev_web.testbed import (
+    ROOT,
+    answers,
+    free_port,
+    throwaway_database,
+    wait_until,
+)
+
 VENV_BIN = Path(sys.executable).parent
 SESSIONS = 20
 WORKERS = 2
@@ -90,34 +94,6 @@ generations = {s.pk: prompt_submit(session=s, user=user, text="hello").pk for s 
 print(json.dumps({"recovers_at": recovers_at, "submitted_at": submitted_at,
                   "generations": generations}))
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait(check: Callable[[], bool], *, timeout: float, what: str, interval: float = 0.1) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(interval)
-    raise TimeoutError(f"{what} not reached within {timeout:.0f}s")
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status < 500
-    except OSError:
-        return False
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 class _Processes:
@@ -260,13 +236,13 @@ def _start_stack(processes: _Processes, *, mock_port: int, queue: str, logs: Pat
         "-l",
         "INFO",
     )
-    _wait(
-        lambda: _answers(f"http://127.0.0.1:{mock_port}/_mock/health"),
+    wait_until(
+        lambda: answers(f"http://127.0.0.1:{mock_port}/_mock/health"),
         timeout=30,
         what="mock provider",
     )
     for log in worker_logs:
-        _wait(
+        wait_until(
             lambda log=log: processes.check_alive() or b" ready." in log.read_bytes(),
             timeout=90,
             what=f"celery worker ({log.name})",
@@ -312,11 +288,10 @@ def _measure(*, database_url: str, mock_url: str, driver: dict, samples: _Sample
 
 def run() -> list[dict]:
     from kandev_web.settings import env_str
-    from kandev_web.throwaway import throwaway_database
 
     incident_s = float(os.environ.get("KANDEV_BENCH_INCIDENT_S") or DEFAULT_INCIDENT_S)
     queue = f"kbench_incident_{uuid.uuid4().hex[:8]}"
-    mock_port = _free_port()
+    mock_port = free_port()
     mock_url = f"http://127.0.0.1:{mock_port}"
     with (
         throwaway_database(env_str("DATABASE_URL")) as database_url,
@@ -355,7 +330,7 @@ def run() -> list[dict]:
                 .stdout.strip()
                 .splitlines()[-1]
             )
-            _wait_for_answers(database_url, driver, processes, incident_s=incident_s)
+            _wait_foranswers(database_url, driver, processes, incident_s=incident_s)
             samples.stop.set()
             sampler.join(timeout=5)
             measured = _measure(
@@ -371,7 +346,7 @@ def run() -> list[dict]:
     return _rows(measured, incident_s=incident_s)
 
 
-def _wait_for_answers(
+def _wait_foranswers(
     database_url: str, driver: dict, processes: _Processes, *, incident_s: float
 ) -> None:
     import psycopg
@@ -388,7 +363,7 @@ def _wait_for_answers(
             ).fetchone()[0]
 
         # The ladder's deadline (150 s) bounds every turn; beyond it something is stuck.
-        _wait(settled, timeout=incident_s + 200, what="every session's answer", interval=0.25)
+        wait_until(settled, timeout=incident_s + 200, what="every session's answer", interval=0.25)
 
 
 def _broker_forget(redis_url: str, queue: str) -> None:

@@ -6,31 +6,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import redis
 
+from kandev_web.testbed import manage
 from tests.integration.web.processes import ROOT, VENV_BIN, stop
 
 # kombu's Redis transport keeps each delivered, unacknowledged message in this hash (by delivery
 # tag) until the worker acks it; a SIGKILLed worker's messages stay there for visibility_timeout.
 UNACKED_KEY = "unacked"
 UNACKED_INDEX_KEY = "unacked_index"
-
-
-def manage(env: dict[str, str], *args: str, timeout: float = 120) -> str:
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    ).stdout
 
 
 def shell_json(env: dict[str, str], code: str) -> dict:

@@ -24,7 +24,7 @@ import redis
 from django.conf import settings
 
 from kandev_web.settings import env_str
-from kandev_web.throwaway import throwaway_database
+from kandev_web.testbed import throwaway_database
 from recovery.mock.testing import MockProvider, running_mock_server
 from tests.chaos.stack import (
     celery_beat,

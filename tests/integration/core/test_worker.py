@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 
 from kandev_web.settings import env_str
-from kandev_web.throwaway import database_url_named
+from kandev_web.testbed import database_url_named
 from recovery.mock.testing import running_mock_server
 from sessions_app.models import Message, PromptGeneration, ProviderTarget
 from sessions_app.services import prompt_submit, session_create
