@@ -96,6 +96,7 @@ class SessionDetail(Schema):
     messages: list[MessageOut]
     notice: NoticeOut | None
     recovery_actions: list[str]
+    explanation: str  # why the session needs attention (redacted); empty otherwise
     last_seq: int
 
 

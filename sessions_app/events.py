@@ -11,7 +11,8 @@ Payloads:
                     append, so applying an append twice (or out of order) is detectable.
   message.updated   {"message": MessageDict}          full replacement (final text, status, flags)
   message.deleted   {"ids": [int, ...]}                retraction; late viewers converge
-  session.updated   {"state": str, "recovery_actions": [str, ...]}
+  session.updated   {"state": str, "recovery_actions": [str, ...], "explanation"?: str}
+                    ``explanation`` (redacted) only when the session needs attention
   generation.updated {"number": int, "state": str}
   notice.upserted   {"notice": NoticeDict}             retry banner (visible ladder)
   notice.deleted    {"ids": [int, ...]}

@@ -93,6 +93,15 @@ def session_recovery_actions(*, session: Session) -> list[str]:
     return ["resume", "fresh"]
 
 
+def session_explanation(*, session: Session) -> str:
+    """Why the session needs attention: the last generation's (redacted) error message, shown on
+    the recovery card. Empty in every other state, like the session.updated events say."""
+    if session.state != Session.State.NEEDS_ATTENTION:
+        return ""
+    last = PromptGeneration.objects.filter(session=session).order_by("-number").first()
+    return last.error_message if last is not None else ""
+
+
 def session_notice(*, session: Session) -> dict[str, Any] | None:
     from recovery.django.models import RetryNotice
     from recovery.django.notices import notice_dict
@@ -132,6 +141,7 @@ def session_snapshot(*, session: Session) -> dict[str, Any]:
         messages = [message_dict(m) for m in session_messages(session=row)]
         notice = session_notice(session=row)
         recovery_actions = session_recovery_actions(session=row)
+        explanation = session_explanation(session=row)
     return {
         "id": row.pk,
         "title": row.title,
@@ -140,6 +150,7 @@ def session_snapshot(*, session: Session) -> dict[str, Any]:
         "messages": messages,
         "notice": notice,
         "recovery_actions": recovery_actions,
+        "explanation": explanation,
         "last_seq": row.last_seq,
     }
 

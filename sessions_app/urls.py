@@ -12,6 +12,12 @@ urlpatterns = [
     path("sessions/<int:session_id>/", views.session_detail, name="session_detail"),
     path("sessions/<int:session_id>/prompts/", views.session_prompt, name="session_prompt"),
     path("sessions/<int:session_id>/stop/", views.session_stop_view, name="session_stop"),
+    path(
+        "sessions/<int:session_id>/cancel-retry/",
+        views.session_cancel_retry,
+        name="session_cancel_retry",
+    ),
+    path("sessions/<int:session_id>/recover/", views.session_recover_view, name="session_recover"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", healthz, name="healthz"),

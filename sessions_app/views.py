@@ -3,7 +3,8 @@
 Views stay thin: reads through selectors, writes through services, domain errors mapped to HTTP.
 The composer posts over htmx with ``hx-swap="none"``: the transcript and the Send/Stop toggle
 change only through the websocket (the database is the truth and every viewer sees the same), so
-the HTTP answer carries nothing but the composer's error line.
+the HTTP answer carries nothing but the composer's error line. The retry banner's Cancel and the
+recovery card's Resume / Start fresh work the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from sessions_app.forms import PromptForm, SessionCreateForm
 from sessions_app.models import Session
 from sessions_app.selectors import session_for_user, session_snapshot, targets_all, tasks_for_user
 from sessions_app.services import prompt_submit, session_create, session_stop
+from sessions_app.services.recovery import retry_cancel, session_recover
+from sessions_app.templatetags.frames import wall_clock_ms
 
 NOT_FOUND = "No such session."
 
@@ -78,6 +81,8 @@ def _session_page(
         "max_prompt_chars": settings.KANDEV_MAX_PROMPT_CHARS,
         "draft": draft,
         "error": error,
+        # The retry banner's countdown measures the browser's clock against this (see frames.py).
+        "server_now_ms": wall_clock_ms(),
     }
     return render(request, "sessions_app/session.html", context, status=status)
 
@@ -126,6 +131,40 @@ def session_stop_view(request: HttpRequest, session_id: int) -> HttpResponse:
         session_stop(session=session, user=request.user)
     except SessionNotFound:
         raise Http404(NOT_FOUND) from None
+    if request.htmx:
+        return _composer_error("", status=200)
+    return redirect("session_detail", session_id=session.pk)
+
+
+@require_POST
+@login_required
+def session_cancel_retry(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The banner's Cancel. Deliberately one answer whatever happened (cancelled, nothing to
+    cancel, foreign or unknown session), so it never reveals whether retry state exists; the
+    banner and the recovery card change for every viewer through the websocket."""
+    retry_cancel(session_id=session_id, user=request.user)
+    if request.htmx:
+        return HttpResponse(status=204)
+    return redirect("session_detail", session_id=session_id)
+
+
+@require_POST
+@login_required
+def session_recover_view(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The recovery card's Resume and Start fresh (``action`` = resume | fresh)."""
+    session = _session_or_404(request, session_id)
+    try:
+        session_recover(session=session, user=request.user, action=request.POST.get("action", ""))
+    except SessionNotFound:
+        raise Http404(NOT_FOUND) from None
+    except InvalidInput as error:
+        return _prompt_refused(
+            request, session, "", f"Cannot recover: {error.message}.", status=422
+        )
+    except GenerationActive:
+        # Usually another viewer pressed the button first: the run they started is the answer.
+        message = "The agent is already working on this session."
+        return _prompt_refused(request, session, "", message, status=409)
     if request.htmx:
         return _composer_error("", status=200)
     return redirect("session_detail", session_id=session.pk)

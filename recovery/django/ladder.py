@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from recovery import telemetry
 from recovery.budget import Budget, RetrySettings
 from recovery.classify import classify
 from recovery.clock import Clock
@@ -77,6 +78,7 @@ def failure_handle(
     turn_started_at: float,
     clock: Clock,
     rng: random.Random,
+    stats: object | None = None,
 ) -> FailureHandled:
     """Classify a failed provider call, decide with the turn's budget, and persist the decision.
 
@@ -99,10 +101,16 @@ def failure_handle(
             clock=clock,
             rng=rng,
         )
-        _attempt_record(loop=loop, generation=generation, failure=failure,
-                        classification=classification, decision=decision, target_name=target_name)
+        attempt_log(
+            generation=generation,
+            target_name=target_name,
+            stats=stats,
+            evidence=failure.evidence,
+            classification=classification,
+            decision=decision,
+        )
         if decision.action is Action.MANUAL:
-            _loop_end(loop=loop, state=_manual_end_state(decision, budget))
+            _loop_end(loop=loop, state=_manual_end_state(decision))
         else:
             _loop_schedule(
                 loop=loop, generation=generation, decision=decision, budget=budget,
@@ -219,9 +227,9 @@ def _loop_end(*, loop: RetryLoop, state: str) -> None:
     notices_retire(session_id=loop.session_id)
 
 
-def _manual_end_state(decision: Decision, budget: Budget) -> str:
-    transient = decision.classification.is_transient
-    return State.EXHAUSTED if transient else State.FAILED
+def _manual_end_state(decision: Decision) -> str:
+    # A transient failure handed back means the budget ran out; anything else simply failed.
+    return State.EXHAUSTED if decision.classification.is_transient else State.FAILED
 
 
 def _session_state(session_id: int, state: str) -> None:
@@ -231,26 +239,45 @@ def _session_state(session_id: int, state: str) -> None:
     session_state_set(session=session, state=state)
 
 
-def _attempt_record(
+def attempt_log(
     *,
-    loop: RetryLoop,
     generation: PromptGeneration,
-    failure: ProviderFailure,
-    classification: Classification,
-    decision: Decision,
     target_name: str,
+    stats: object | None = None,
+    evidence: object | None = None,
+    classification: Classification | None = None,
+    decision: Decision | None = None,
 ) -> None:
-    evidence = failure.evidence
+    """One record per provider call, success or failure: a structured log line and an admin row
+    from the same values. ``stats`` is the call's guarded stream (ttft, bytes, usage) when known.
+    No free text is recorded, so nothing here can carry a secret."""
+    usage = getattr(stats, "usage", None)
+    record = telemetry.attempt_record_build(
+        attempt=AttemptRecord.objects.filter(generation=generation).count() + 1,
+        target=target_name,
+        evidence=evidence,
+        classification=classification,
+        decision=decision,
+        ttft_ms=getattr(stats, "ttft_ms", None),
+        bytes_received=getattr(stats, "bytes_received", 0) or 0,
+        input_tokens=getattr(usage, "input_tokens", None),
+        output_tokens=getattr(usage, "output_tokens", None),
+    )
+    telemetry.emit_attempt(record)
     AttemptRecord.objects.create(
         session_id=generation.session_id,
         generation=generation,
-        attempt=Budget.from_dict(loop.budget).attempts,
+        attempt=record.attempt,
         target=target_name,
-        phase=str(evidence.phase or ""),
-        kind=str(evidence.kind),
-        code=str(classification.code),
-        rule_id=classification.rule_id or "",
-        exposure=str(evidence.exposure),
-        decision=str(decision.action),
-        wait_s=decision.wait_s,
+        phase=record.phase or "",
+        kind=record.kind,
+        code=record.code,
+        rule_id=record.rule_id or "",
+        exposure=record.exposure,
+        decision=record.decision,
+        wait_s=record.wait_s,
+        ttft_ms=round(record.ttft_ms) if record.ttft_ms is not None else None,
+        bytes_received=record.bytes_received,
+        input_tokens=record.input_tokens or 0,
+        output_tokens=record.output_tokens or 0,
     )

@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from recovery.clock import Clock, SystemClock
-from recovery.django.ladder import attempt_committed, failure_handle
+from recovery.django.ladder import attempt_committed, attempt_log, failure_handle
 from recovery.events import (
     ModelCall,
     StreamEvent,
@@ -27,6 +27,7 @@ from recovery.events import (
     TurnEnd,
     Usage,
 )
+from recovery.providers.base import TargetConfig
 from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
 from sessions_app.agent.acp import AcpAgentRun
 from sessions_app.agent.coalescer import StreamWriter
@@ -155,6 +156,8 @@ class AgentRun:
         self.clock = clock
         self.open_stream = open_stream
         self.rng = rng
+        self.last_stream: object | None = None
+        self.config: TargetConfig | None = None
         # The retry budget's deadline counts from the start of the turn's first attempt.
         self.turn_started_at = clock.now()
         # A retry attempt retires the banner as soon as its call reaches the viewer.
@@ -209,7 +212,7 @@ class AgentRun:
             )
 
     def _loop(self) -> RunResult:
-        config = target_config_for(self.target)
+        config = self.config = target_config_for(self.target)
         for _ in range(MAX_MODEL_CALLS):
             if self.cancel.cancelled:
                 return RunResult.STOPPED
@@ -229,9 +232,16 @@ class AgentRun:
 
     def _stream_one_call(self, config: Any, call: ModelCall) -> list[ToolCall] | None:
         """Stream one model call into rows. Returns its complete tool calls, or None if stopped."""
-        events = iter(self.open_stream(config, call, cancel=self.cancel, clock=self.clock))
+        # Kept for the attempt record: the guarded stream knows ttft, bytes and usage.
+        self.last_stream = self.open_stream(config, call, cancel=self.cancel, clock=self.clock)
+        events = iter(self.last_stream)
         try:
-            return self._consume(events)
+            tool_calls = self._consume(events)
+            if tool_calls is not None:
+                attempt_log(
+                    generation=self.generation, target_name=self.target.name, stats=self.last_stream
+                )
+            return tool_calls
         finally:
             # Leaving early (Stop) must still close the provider response right away.
             close = getattr(events, "close", None)
@@ -325,11 +335,13 @@ class AgentRun:
                 failure=failure,
                 target_name=self.target.name,
                 provider=self.target.name,
-                model=self.target.model,
+                # The model the request really named (a target may leave it to the default).
+                model=self.config.model if self.config is not None else self.target.model,
                 fallbacks=target_fallback_names(target=self.session.target),
                 turn_started_at=self.turn_started_at,
                 clock=self.clock,
                 rng=self.rng,
+                stats=self.last_stream,
             )
             if handled.decision.is_automatic:
                 # Pre-exposure by construction: nothing of this call reached a viewer.

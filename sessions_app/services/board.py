@@ -92,9 +92,12 @@ def session_create(
 
 
 def session_state_set(
-    *, session: Session, state: str, recovery_actions: Sequence[str] = ()
+    *, session: Session, state: str, recovery_actions: Sequence[str] = (), explanation: str = ""
 ) -> None:
-    """Move the session (and its task's status) to ``state`` and record it in the event log."""
+    """Move the session (and its task's status) to ``state`` and record it in the event log.
+
+    ``explanation`` (already redacted) is why the session needs attention; it rides on the event
+    so every viewer's recovery card can say it without another read."""
     task_status = {
         # A finished turn hands the task back: "open" until someone prompts again or closes it.
         Session.State.IDLE: Task.Status.OPEN,
@@ -113,5 +116,12 @@ def session_state_set(
         event_append(
             session=session,
             type=event_names.SESSION_UPDATED,
-            payload={"state": state, "recovery_actions": list(recovery_actions)},
+            payload=_state_payload(state, recovery_actions, explanation),
         )
+
+
+def _state_payload(state: str, recovery_actions: Sequence[str], explanation: str) -> dict:
+    payload = {"state": state, "recovery_actions": list(recovery_actions)}
+    if explanation:
+        payload["explanation"] = explanation
+    return payload

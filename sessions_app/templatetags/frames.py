@@ -14,12 +14,19 @@ data-offset=.. data-end=..>``. The browser (static/js/live.js) applies it only w
 equals the length it holds for that message (kept in ``data-len``, counted in code points like the
 server), so replaying an append never duplicates text, and a gap asks for a fresh snapshot.
 
+Notices: the retry banner counts down in the browser. Every rendering of a notice carries
+``data-server-now-ms`` (this server's clock when the frame or page was built) next to
+``data-retry-at-ms``, so each browser measures its clock offset on receipt and every device shows
+the same remaining time without a write per second.
+
 This module is pure rendering (no database): consumers call it in the event loop.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -40,21 +47,33 @@ def frame_header(*, kind: str, first_seq: int, last_seq: int) -> str:
     return format_html(_HEADER, kind, first_seq, last_seq)
 
 
-def snapshot_frame(*, snapshot: dict[str, Any]) -> str:
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """What every event rendering in one frame shares."""
+
+    session_id: int
+    now_ms: int
+
+
+def snapshot_frame(*, snapshot: dict[str, Any], now_ms: int | None = None) -> str:
     """The whole live part of the session page, consistent with ``snapshot["last_seq"]``."""
-    body = render_to_string(
-        "sessions_app/partials/live_regions.html", {"snapshot": snapshot, "oob": True}
-    )
+    context = {"snapshot": snapshot, "oob": True, "server_now_ms": now_ms or wall_clock_ms()}
+    body = render_to_string("sessions_app/partials/live_regions.html", context)
     last_seq = snapshot["last_seq"]
     return frame_header(kind=KIND_SNAPSHOT, first_seq=0, last_seq=last_seq) + body
 
 
-def events_frame(*, session_id: int, events: Sequence[dict[str, Any]]) -> str:
+def events_frame(
+    *, session_id: int, events: Sequence[dict[str, Any]], now_ms: int | None = None
+) -> str:
     """One frame for a run of consecutive events ({"seq", "event", "payload"} dicts)."""
     header = frame_header(kind=KIND_EVENTS, first_seq=events[0]["seq"], last_seq=events[-1]["seq"])
-    return header + "".join(
-        event_html(session_id=session_id, event=e["event"], payload=e["payload"]) for e in events
-    )
+    frame = _Frame(session_id=session_id, now_ms=now_ms or wall_clock_ms())
+    return header + "".join(_event_html(frame, e["event"], e["payload"]) for e in events)
 
 
 def error_frame(*, code: str, message: str) -> str:
@@ -65,13 +84,20 @@ def error_frame(*, code: str, message: str) -> str:
     )
 
 
-def event_html(*, session_id: int, event: str, payload: dict[str, Any]) -> str:
+def event_html(
+    *, session_id: int, event: str, payload: dict[str, Any], now_ms: int | None = None
+) -> str:
+    frame = _Frame(session_id=session_id, now_ms=now_ms or wall_clock_ms())
+    return _event_html(frame, event, payload)
+
+
+def _event_html(frame: _Frame, event: str, payload: dict[str, Any]) -> str:
     render = _RENDERERS.get(event)
     # Unknown or purely bookkeeping events still advance the seq (the header does that).
-    return render(session_id, payload) if render else ""
+    return render(frame, payload) if render else ""
 
 
-def _message_created(session_id: int, payload: dict[str, Any]) -> str:
+def _message_created(frame: _Frame, payload: dict[str, Any]) -> str:
     message = payload["message"]
     row = render_to_string("sessions_app/partials/message.html", {"m": message})
     return format_html(
@@ -81,7 +107,7 @@ def _message_created(session_id: int, payload: dict[str, Any]) -> str:
     )
 
 
-def _message_appended(session_id: int, payload: dict[str, Any]) -> str:
+def _message_appended(frame: _Frame, payload: dict[str, Any]) -> str:
     # The hot path while streaming (one per flush per viewer): plain format_html, no template.
     offset = int(payload["offset"])
     text = payload["text"]
@@ -94,39 +120,47 @@ def _message_appended(session_id: int, payload: dict[str, Any]) -> str:
     )
 
 
-def _message_updated(session_id: int, payload: dict[str, Any]) -> str:
+def _message_updated(frame: _Frame, payload: dict[str, Any]) -> str:
     return render_to_string(
         "sessions_app/partials/message.html", {"m": payload["message"], "oob": True}
     )
 
 
-def _message_deleted(session_id: int, payload: dict[str, Any]) -> str:
+def _message_deleted(frame: _Frame, payload: dict[str, Any]) -> str:
     return format_html_join(
         "", '<div id="msg-{}" hx-swap-oob="delete"></div>', ((int(i),) for i in payload["ids"])
     )
 
 
-def _session_updated(session_id: int, payload: dict[str, Any]) -> str:
+def _session_updated(frame: _Frame, payload: dict[str, Any]) -> str:
     context = {
-        "session_id": session_id,
+        "session_id": frame.session_id,
         "state": payload["state"],
         "recovery_actions": payload.get("recovery_actions", []),
+        "explanation": payload.get("explanation", ""),
         "oob": True,
     }
     return render_to_string("sessions_app/partials/session_state.html", context)
 
 
-def _notice_upserted(session_id: int, payload: dict[str, Any]) -> str:
-    return render_to_string(
-        "sessions_app/partials/notice.html", {"notice": payload.get("notice"), "oob": True}
+def _notice_upserted(frame: _Frame, payload: dict[str, Any]) -> str:
+    context = {
+        "notice": payload.get("notice"),
+        "session_id": frame.session_id,
+        "server_now_ms": frame.now_ms,
+        "oob": True,
+    }
+    return render_to_string("sessions_app/partials/notice.html", context)
+
+
+def _notice_deleted(frame: _Frame, payload: dict[str, Any]) -> str:
+    # Removes exactly the notices named, so a deletion replayed after a newer upsert is harmless.
+    return format_html_join(
+        "", '<div id="notice-{}" hx-swap-oob="delete"></div>', ((int(i),) for i in payload["ids"])
     )
 
 
-def _notice_deleted(session_id: int, payload: dict[str, Any]) -> str:
-    return render_to_string("sessions_app/partials/notice.html", {"notice": None, "oob": True})
-
-
-_RENDERERS: dict[str, Callable[[int, dict[str, Any]], str]] = {
+_RENDERERS: dict[str, Callable[[_Frame, dict[str, Any]], str]] = {
     ev.MESSAGE_CREATED: _message_created,
     ev.MESSAGE_APPENDED: _message_appended,
     ev.MESSAGE_UPDATED: _message_updated,

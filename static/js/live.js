@@ -9,6 +9,11 @@
  * - The socket reconnects after any drop that the extension itself would not retry
  *   (it only retries 1006/1011/1012/1013), when the tab becomes visible and when the network
  *   comes back. 4401 (logged out) goes to the login page; 4404 (no such session) stops.
+ * - The retry banner counts down here, not on the server: each countdown element carries the
+ *   retry time and the server's clock when it was rendered (data-retry-at-ms,
+ *   data-server-now-ms). The offset between that and this device's clock is taken once, when the
+ *   element first appears, so a phone with a wrong clock shows the same time left as a desktop.
+ *   Same rule as templatetags/notices.py: whole seconds rounded up, "Retrying now…" at zero.
  */
 (function () {
   "use strict";
@@ -138,4 +143,33 @@
     }
   });
   document.addEventListener("DOMContentLoaded", scrollToBottom);
+
+  var offsets = new WeakMap(); // countdown element -> server clock minus this clock, in ms
+  function countdownText(remainingMs) {
+    if (remainingMs <= 0) return "Retrying now\u2026";
+    var seconds = Math.ceil(remainingMs / 1000);
+    var rest = seconds % 60;
+    return "Retrying in " + Math.floor(seconds / 60) + ":" + (rest < 10 ? "0" : "") + rest;
+  }
+  var tickTimer = null;
+  // Redraws every countdown, then sleeps until the next moment one of them changes its text, so
+  // "0:01" turns into "Retrying now…" when the server's retry time comes, not up to a second late.
+  function tickCountdowns() {
+    var now = Date.now(), next = null;
+    document.querySelectorAll("[data-retry-at-ms]").forEach(function (el) {
+      if (!offsets.has(el)) offsets.set(el, parseInt(el.getAttribute("data-server-now-ms"), 10) - now || 0);
+      var remaining = parseInt(el.getAttribute("data-retry-at-ms"), 10) - (now + offsets.get(el));
+      var text = countdownText(remaining);
+      if (el.textContent !== text) el.textContent = text;
+      if (remaining > 0) {
+        var change = ((remaining - 1) % 1000) + 1;
+        next = next === null ? change : Math.min(next, change);
+      }
+    });
+    clearTimeout(tickTimer);
+    tickTimer = next === null ? null : setTimeout(tickCountdowns, next + 5);
+  }
+  live.countdownText = countdownText;
+  document.addEventListener("htmx:wsAfterMessage", tickCountdowns);
+  tickCountdowns();
 })();

@@ -69,6 +69,14 @@ class Stack:
     base_url: str
     env: dict[str, str]
 
+    @property
+    def mock_url(self) -> str:
+        return self.env["KANDEV_MOCK_PROVIDER_URL"]
+
+    @property
+    def database_url(self) -> str:
+        return self.env["DATABASE_URL"]
+
     def manage(self, *args: str) -> str:
         result = subprocess.run(
             [sys.executable, "manage.py", *args],
@@ -118,7 +126,7 @@ from django.contrib.auth import get_user_model
 from sessions_app.models import ProviderTarget
 from sessions_app.services import target_create
 get_user_model().objects.create_user({USERNAME!r}, password={PASSWORD!r})
-target_create(name="Mock", kind=ProviderTarget.Kind.MOCK)
+target_create(name="Mock", kind=ProviderTarget.Kind.MOCK, model="mock-1")
 """
 
 
@@ -137,6 +145,11 @@ def stack() -> Iterator[Stack]:
         "KANDEV_CELERY_QUEUE": queue,
         "KANDEV_CHANNEL_PREFIX": os.environ.get("KANDEV_CHANNEL_PREFIX", "kandev") + "_e2e",
         "DEBUG": "false",
+        # The retry ladder at test speed: one-second waits without jitter, so banner tests see
+        # every attempt in seconds; Retry-After (a floor) still shows through when it is longer.
+        "KANDEV_RETRY_DELAYS": "1",
+        "KANDEV_RETRY_JITTER": "0",
+        "KANDEV_RETRY_MAX_ATTEMPTS": "5",
     }
     processes: list[subprocess.Popen] = []
     logs = ExitStack()
