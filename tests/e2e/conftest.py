@@ -8,21 +8,18 @@ output goes to /tmp/kandev-e2e-*.log for post-mortems.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
-import psycopg
 import pytest
 
 from kandev_web.settings import env_str
-from tests.integration.web.processes import ROOT, celery_worker, stop, wait_until
+from kandev_web.testbed import ROOT, answers, database_create, database_drop, free_port, wait_until
+from tests.integration.web.processes import celery_worker, stop
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -35,33 +32,6 @@ CHROMIUM_ARGS = [
 ]
 USERNAME, PASSWORD = "viewer", "viewer-pass-123"
 LOG_DIR = Path("/tmp")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status < 500
-    except OSError:
-        return False
-
-
-def fresh_database(base_url: str, name: str) -> str:
-    """Drop and create ``name`` on the server of ``base_url``; return its URL."""
-    with psycopg.connect(base_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return urlunparse(urlparse(base_url)._replace(path=f"/{name}"))
-
-
-def drop_database(base_url: str, name: str) -> None:
-    with psycopg.connect(base_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +110,7 @@ def stack() -> Iterator[Stack]:
     queue = os.environ.get("KANDEV_CELERY_QUEUE", "kandev") + "_e2e"
     env = {
         **os.environ,
-        "DATABASE_URL": fresh_database(base_db, db_name),
+        "DATABASE_URL": database_create(base_db, db_name),
         "KANDEV_MOCK_PROVIDER_URL": f"http://127.0.0.1:{mock_port}",
         "KANDEV_CELERY_QUEUE": queue,
         "KANDEV_CHANNEL_PREFIX": os.environ.get("KANDEV_CHANNEL_PREFIX", "kandev") + "_e2e",
@@ -210,7 +180,7 @@ def stack() -> Iterator[Stack]:
         for process in reversed(processes):
             stop(process)
         logs.close()
-        drop_database(base_db, db_name)
+        database_drop(base_db, db_name)
 
 
 @pytest.fixture(scope="session")

@@ -5,22 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from kandev_web.testbed import ROOT, wait_until
+
 VENV_BIN = Path(sys.executable).parent
-
-
-def wait_until(check, *, timeout: float, interval: float = 0.1, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(interval)
-    raise TimeoutError(f"{what} not reached within {timeout}s")
 
 
 def stop(process: subprocess.Popen) -> None:
