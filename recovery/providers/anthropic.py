@@ -207,7 +207,9 @@ class AnthropicDecoder:
 
 
 _SDK_ERRORS = SdkErrors(
-    status=anthropic.APIStatusError, timeout=anthropic.APITimeoutError, connection=anthropic.APIConnectionError
+    status=anthropic.APIStatusError,
+    timeout=anthropic.APITimeoutError,
+    connection=anthropic.APIConnectionError,
 )
 
 
@@ -228,7 +230,9 @@ class AnthropicAdapter:
     def open(self, call: ModelCall, *, on_bytes: ByteObserver, clock: Clock) -> SSEResponseStream:
         model = self._target.model or call.model
         return sse_open(
-            create=lambda: self._client.messages.create(**anthropic_request(call, model=model), stream=True),
+            create=lambda: self._client.messages.create(
+                **anthropic_request(call, model=model), stream=True
+            ),
             errors=_SDK_ERRORS,
             decoder=AnthropicDecoder(model=model),
             on_bytes=on_bytes,

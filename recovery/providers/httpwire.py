@@ -118,7 +118,9 @@ def sse_open(
     except errors.timeout as error:  # a subclass of the connection error: checked first
         raise connect_failure(error, provider_id=provider_id, model=model, timed_out=True) from None
     except errors.connection as error:
-        raise connect_failure(error, provider_id=provider_id, model=model, timed_out=False) from None
+        raise connect_failure(
+            error, provider_id=provider_id, model=model, timed_out=False
+        ) from None
     response: httpx2.Response = stream.response
     if "text/event-stream" not in response.headers.get("content-type", ""):
         try:

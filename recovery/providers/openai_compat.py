@@ -209,7 +209,9 @@ class OpenAIDecoder:
 
 
 _SDK_ERRORS = SdkErrors(
-    status=openai.APIStatusError, timeout=openai.APITimeoutError, connection=openai.APIConnectionError
+    status=openai.APIStatusError,
+    timeout=openai.APITimeoutError,
+    connection=openai.APIConnectionError,
 )
 
 
@@ -230,7 +232,9 @@ class OpenAICompatAdapter:
     def open(self, call: ModelCall, *, on_bytes: ByteObserver, clock: Clock) -> SSEResponseStream:
         model = self._target.model or call.model
         return sse_open(
-            create=lambda: self._client.chat.completions.create(**openai_request(call, model=model), stream=True),
+            create=lambda: self._client.chat.completions.create(
+                **openai_request(call, model=model), stream=True
+            ),
             errors=_SDK_ERRORS,
             decoder=OpenAIDecoder(model=model),
             on_bytes=on_bytes,
