@@ -202,7 +202,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "sessions_app.requeue_stale_generations",
         "schedule": 30.0,
     },
+    # A running generation whose worker died mid-run is handed back (Resume / Start fresh).
+    "reap-lost-generations": {"task": "sessions_app.reap_lost_generations", "schedule": 30.0},
 }
+# A running generation whose worker wrote no heartbeat for this long is presumed lost.
+KANDEV_WORKER_SILENCE_S = env_float("KANDEV_WORKER_SILENCE_S", 60.0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

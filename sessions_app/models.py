@@ -132,6 +132,9 @@ class PromptGeneration(models.Model):
     error_message = models.TextField(blank=True)  # redacted, diagnostic tier
     created_at = models.DateTimeField(auto_now_add=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # Written every few seconds by the worker running it; a silent running generation lost its
+    # worker (SIGKILL, OOM, a host gone) and is handed back to the person by the reaper.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -21,3 +21,13 @@ def requeue_stale_generations() -> int:
     from sessions_app.services import generations_requeue_stale
 
     return len(generations_requeue_stale())
+
+
+@shared_task(name="sessions_app.reap_lost_generations")
+def reap_lost_generations() -> int:
+    """Periodic (Celery beat): hand back running generations whose worker went silent."""
+    from django.conf import settings
+
+    from sessions_app.services import generations_reap_lost
+
+    return len(generations_reap_lost(silent_for_s=settings.KANDEV_WORKER_SILENCE_S))

@@ -132,7 +132,7 @@ def attempt_claim(*, loop_id: int, attempt: int) -> RetryLoop | None:
         loop.save(update_fields=["budget"])
         PromptGeneration.objects.filter(
             pk=loop.generation_id, state=PromptGeneration.State.WAITING_RETRY
-        ).update(state=PromptGeneration.State.RUNNING)
+        ).update(state=PromptGeneration.State.RUNNING, heartbeat_at=timezone.now())
         _session_state(loop.session_id, Session.State.RUNNING)
     return loop
 

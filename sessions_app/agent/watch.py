@@ -1,19 +1,25 @@
-"""Notice a Stop pressed in another process while the worker is busy streaming.
+"""Notice a Stop pressed in another process while the worker is busy streaming, and tell the
+other processes this worker is still alive.
 
 The Stop button writes ``stop_requested`` on the generation row (the database is the one place
 every process shares). A small thread polls that flag and trips the cancel token, which aborts a
-provider stream within about 100 ms even while it is blocked waiting for bytes.
+provider stream within about 100 ms even while it is blocked waiting for bytes. The same thread
+writes the generation's heartbeat every few seconds; the reaper ends a running generation whose
+heartbeat went silent (its worker was killed).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Protocol, Self
 
 from django.db import connection
 
-from sessions_app.services import generation_stop_requested
+from sessions_app.services import generation_heartbeat, generation_stop_requested
+
+HEARTBEAT_INTERVAL_S = 5.0
 
 logger = logging.getLogger(__name__)
 
@@ -41,11 +47,15 @@ class StopWatcher:
         self._thread.join()
 
     def _watch(self) -> None:
+        last_beat = time.monotonic()
         try:
             while not self._done.wait(self._interval):
                 if generation_stop_requested(generation_id=self._generation_id):
                     self._cancel.cancel()
                     return
+                if time.monotonic() - last_beat >= HEARTBEAT_INTERVAL_S:
+                    generation_heartbeat(generation_id=self._generation_id)
+                    last_beat = time.monotonic()
         except Exception:
             logger.warning(
                 "stop watcher for generation %s failed", self._generation_id, exc_info=True

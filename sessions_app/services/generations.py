@@ -22,7 +22,7 @@ from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import user_may_view
 from sessions_app.services.board import session_state_set
 from sessions_app.services.events import event_append
-from sessions_app.services.messages import message_create
+from sessions_app.services.messages import message_create, message_finish
 
 State = PromptGeneration.State
 
@@ -123,8 +123,9 @@ def _generation_start(*, session: Session, generation: PromptGeneration) -> None
 def generation_claim(*, generation_id: int) -> PromptGeneration | None:
     """Take a queued generation for this worker. A duplicate delivery gets None and must do
     nothing: the conditional UPDATE lets exactly one claimant through."""
+    now = timezone.now()
     claimed = PromptGeneration.objects.filter(pk=generation_id, state=State.QUEUED).update(
-        state=State.RUNNING, claimed_at=timezone.now()
+        state=State.RUNNING, claimed_at=now, heartbeat_at=now
     )
     if claimed != 1:
         return None
@@ -133,6 +134,44 @@ def generation_claim(*, generation_id: int) -> PromptGeneration | None:
     )
     _generation_event(generation)
     return generation
+
+
+def generation_heartbeat(*, generation_id: int) -> None:
+    """The worker running this generation is alive."""
+    PromptGeneration.objects.filter(pk=generation_id, state=State.RUNNING).update(
+        heartbeat_at=timezone.now()
+    )
+
+
+WORKER_LOST_MESSAGE = (
+    "The worker running this prompt stopped before it finished. What arrived is kept and marked "
+    "incomplete; resume or start fresh to continue."
+)
+
+
+def generations_reap_lost(*, silent_for_s: float) -> list[int]:
+    """End every running generation whose worker has been silent for ``silent_for_s`` (killed
+    mid-run: acks_late redelivers its task, but the claim rightly refuses a second run). Partial
+    output is closed as incomplete and the session offers Resume and Start fresh. Returns ids."""
+    cutoff = timezone.now() - dt.timedelta(seconds=silent_for_s)
+    lost = PromptGeneration.objects.select_related("session").filter(
+        state=State.RUNNING, heartbeat_at__lt=cutoff
+    )
+    reaped = []
+    for generation in lost:
+        with transaction.atomic():
+            for message in Message.objects.filter(
+                generation=generation, status=Message.Status.STREAMING
+            ).select_related("session"):
+                message_finish(message=message, status=Message.Status.ERROR, incomplete=True)
+            if generation_end(
+                generation=generation,
+                state=State.FAILED,
+                error_code="worker_lost",
+                error_message=WORKER_LOST_MESSAGE,
+            ):
+                reaped.append(generation.pk)
+    return reaped
 
 
 def generation_stop_requested(*, generation_id: int) -> bool:
