@@ -236,7 +236,8 @@ def test_cancel_during_a_first_chunk_wait_returns_within_100_ms(
     pressed: list[float] = []
 
     def press() -> None:
-        time.sleep(0.3)  # let the request reach the server and start waiting
+        # Press Cancel once the request has reached the server and is waiting for a first byte.
+        mock_provider.wait_for(lambda requests: bool(requests), timeout_s=5.0)
         pressed.append(time.monotonic())
         cancel.cancel()
 
