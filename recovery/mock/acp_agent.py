@@ -3,7 +3,8 @@
 Built on the SDK's agent side over stdio. Its behaviour is chosen by the prompt's leading
 command (see ``acp_scenarios``). Failing scenarios count prompts in a state file
 (``KANDEV_MOCK_ACP_STATE``), so "fail the first N" holds across relaunches of the agent; with
-``KANDEV_MOCK_ACP_RECORD`` set, every prompt received is appended to that file as a JSON line.
+``KANDEV_MOCK_ACP_RECORD`` set, every prompt received is appended to that file as a JSON line
+(its final block: the person's prompt, without the leading context block).
 """
 
 from __future__ import annotations
@@ -97,12 +98,19 @@ class MockAcpAgent:
             event.set()
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        text = " ".join(getattr(block, "text", "") for block in prompt).strip()
+        # The final block is the person's prompt; any earlier blocks are the context we were
+        # given about the conversation so far.
+        texts_in = [getattr(block, "text", "") for block in prompt]
+        text = texts_in[-1].strip() if texts_in else ""
+        context = "\n\n".join(texts_in[:-1])
         _record(text)
         command = command_parse(text)
         self._cancelled.setdefault(session_id, asyncio.Event()).clear()
         if command.name in _FAILING and self._should_fail(command, text):
             await self._fail(session_id, command)
+        if command.name == "recall":
+            await self._say(session_id, texts.recall_answer(context))
+            return PromptResponse(stop_reason="end_turn")
         return await self._answer(session_id, command)
 
     # ---- scenarios ------------------------------------------------------------------------

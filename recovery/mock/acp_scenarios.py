@@ -16,6 +16,8 @@ Commands (the rest of the prompt is the question):
   /hang                says nothing and ignores session/cancel
   /crash               writes to stderr and exits with status 3 mid-prompt
   /tool[:kind]         a tool call of that kind (read by default) with a permission request
+  /recall              "You said before: ..." with the earlier user prompts it was shown (the
+                       leading context block), and the last earlier answer it was shown
   anything else        a thought and a streamed plain answer
 """
 
@@ -77,6 +79,13 @@ CURSOR_TRANSIENT = frozenset(
     {"stream-cancel", "canceled-before", "canceled-after", "ping", "stalled", "exhausted"}
 )
 
+# The context block's turns are paragraphs opened by the speaker (sessions_app.agent.acp_context);
+# this process never imports Django, so it reads the block by that shape alone.
+_TURN = re.compile(
+    r"^(?P<speaker>User|Assistant): (?P<text>.*?)(?=\n\n(?:User|Assistant): |\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+
 _COMMAND = re.compile(r"\A\s*/(?P<name>[a-z][a-z-]*)(?::(?P<arg>[A-Za-z0-9_-]+))?(?:\s+|\Z)")
 
 
@@ -97,3 +106,12 @@ def command_parse(text: str) -> Command:
     if found is None:
         return Command(name="", arg=None, rest=text.strip())
     return Command(name=found["name"], arg=found["arg"], rest=text[found.end() :].strip())
+
+
+def recall_answer(context: str) -> str:
+    """What the /recall scenario says about the earlier conversation it was shown."""
+    said = [m["text"] for m in _TURN.finditer(context) if m["speaker"] == "User"]
+    answers = [m["text"] for m in _TURN.finditer(context) if m["speaker"] == "Assistant"]
+    recalled = "; ".join(said) if said else "nothing"
+    last = f" I last answered: {answers[-1]}" if answers else " I have not answered before."
+    return f"You said before: {recalled}.{last}"

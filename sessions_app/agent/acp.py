@@ -1,9 +1,10 @@
 """Run one claimed prompt generation against an ACP agent: the whole prompt is the retry unit.
 
 One attempt is one fresh agent process (initialize, session/new, session/prompt) given the
-person's latest prompt. Its events become transcript rows through the same coalescing StreamWriter
-as a direct provider's: message chunks -> an assistant row, thought chunks -> a thinking row, tool
-calls -> a tool_call row revised in place as updates and permission decisions arrive.
+person's latest prompt, preceded by the committed conversation so far (``acp_context``). Its
+events become transcript rows through the same coalescing StreamWriter as a direct provider's:
+message chunks -> an assistant row, thought chunks -> a thinking row, tool calls -> a tool_call
+row revised in place as updates and permission decisions arrive.
 
 A response-attempt boundary (the agent abandoned its answer and is regenerating it) deletes this
 generation's assistant and thinking rows written since the last commit boundary (a tool call, or
@@ -45,6 +46,7 @@ from recovery.providers.acp import (
 )
 from recovery.redact import redact_diagnostic
 from recovery.taxonomy import ProviderFailure
+from sessions_app.agent.acp_context import acp_prompt_text
 from sessions_app.agent.coalescer import StreamWriter
 from sessions_app.agent.outcome import (
     MESSAGE_LIMIT_BYTES,
@@ -55,7 +57,7 @@ from sessions_app.agent.outcome import (
 )
 from sessions_app.agent.targets import TargetUnusable, acp_config_for
 from sessions_app.agent.watch import StopWatcher
-from sessions_app.models import Message, PromptGeneration, ProviderTarget
+from sessions_app.models import Message, PromptGeneration, ProviderTarget, Session
 from sessions_app.selectors import target_fallback_names
 from sessions_app.services import (
     generation_end,
@@ -152,24 +154,33 @@ class AcpAgentRun:
 
     def _spec(self) -> AcpPromptSpec:
         config = acp_config_for(self.target, session_id=self.session.pk, environ=self.environ)
-        prompt = (
-            Message.objects.filter(session=self.session, role=Message.Role.USER)
-            .order_by("-id")
-            .values_list("text", flat=True)
-            .first()
-        )
-        if not prompt:
+        text = acp_prompt_text(messages=self._context_rows())
+        if text is None or not text.prompt:
             raise TargetUnusable(code="no_prompt", detail="There is no prompt to send yet.")
         return AcpPromptSpec(
             command=config.command,
             cwd=config.cwd,
-            # The person's own words only: retracted or partial rows never reach the agent.
-            prompt=prompt,
+            # The person's own words, then what was really said before: retracted or partial
+            # rows never reach the agent.
+            prompt=text.prompt,
+            context=text.context,
             correlation=self.correlation,
             env=config.env,
             permission_policy=config.permission_policy,
             prompt_timeout_s=max(1, settings.CELERY_TASK_SOFT_TIME_LIMIT - _TIMEOUT_MARGIN_S),
         )
+
+    def _context_rows(self) -> list[Message]:
+        # Read fresh: "Start fresh" may have moved context_from since this run was built.
+        context_from = Session.objects.values_list("context_from_id", flat=True).get(
+            pk=self.session.pk
+        )
+        rows = Message.objects.filter(
+            session=self.session, role__in=(Message.Role.USER, Message.Role.ASSISTANT)
+        )
+        if context_from is not None:
+            rows = rows.filter(id__gte=context_from)
+        return list(rows.order_by("id"))
 
     def _consume(self, items: Iterator[AgentEvent | PromptOutcome]) -> PromptOutcome:
         for item in items:

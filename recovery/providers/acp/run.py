@@ -70,6 +70,16 @@ class AcpPromptSpec:
     prompt_timeout_s: float | None = None
     cancel_grace_s: float = 5.0
     stderr_tail_bytes: int = 8 * 1024
+    # The earlier conversation, sent as a leading text block: a fresh agent process remembers
+    # nothing of earlier prompts. The prompt stays the final block of its own.
+    context: str | None = None
+
+
+def _prompt_blocks(spec: AcpPromptSpec) -> list[Any]:
+    blocks = [text_block(redact_credentials(spec.prompt))]
+    if spec.context:
+        blocks.insert(0, text_block(redact_credentials(spec.context)))
+    return blocks
 
 
 class _Stopped(Exception):
@@ -175,7 +185,7 @@ class AcpPromptRun:
                 process,
                 conn.prompt(
                     session_id=session.session_id,
-                    prompt=[text_block(redact_credentials(spec.prompt))],
+                    prompt=_prompt_blocks(spec),
                 ),
                 stop,
             )

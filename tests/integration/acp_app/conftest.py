@@ -4,6 +4,7 @@ exactly as the worker would when the eta arrives; nothing waits."""
 
 from __future__ import annotations
 
+import json
 import random
 import shlex
 import sys
@@ -89,3 +90,9 @@ def event_kinds(chat, prefix: str = "") -> list[str]:
         .order_by("seq")
         .values_list("type", flat=True)
     )
+
+
+def prompts_received(agent_state) -> list[str]:
+    """The prompts the mock agent was sent (final blocks only), as the agent recorded them."""
+    path = agent_state / "prompts.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from sessions_app.agent import watch
 from sessions_app.agent.runner import generation_run
-from sessions_app.models import Message, PromptGeneration, Session
+from sessions_app.models import PromptGeneration, Session
 from sessions_app.selectors import session_snapshot
 from sessions_app.services import (
     generation_claim,
