@@ -19,6 +19,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from kandev_web.celery import app as celery_app
+
 REDIS_TIMEOUT = 1.0
 WORKER_PING_TIMEOUT = 1.0
 WORKER_TIMEOUT = 2.0
@@ -62,10 +64,8 @@ def redis_check() -> Check:
 
 
 def _worker_ping() -> list:
-    from kandev_web.celery import app
-
     # limit=1: one live worker is enough, so don't sit out the whole timeout collecting more.
-    return app.control.ping(timeout=WORKER_PING_TIMEOUT, limit=1) or []
+    return celery_app.control.ping(timeout=WORKER_PING_TIMEOUT, limit=1) or []
 
 
 def worker_check(*, redis_ok: bool) -> Check:

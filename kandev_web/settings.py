@@ -9,10 +9,13 @@ another terminal reach the same services without set-up.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
+
+from recovery.budget import RetrySettings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 STATE_DIR = Path(os.environ.get("KANDEV_STATE_DIR", BASE_DIR / ".kandev"))
@@ -133,7 +136,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "sessions_app",
-    "recovery.django",
+    "sessions_app.ladder",
 ]
 
 MIDDLEWARE = [
@@ -232,6 +235,31 @@ KANDEV_MAX_WS_FRAME_BYTES = env_int("KANDEV_MAX_WS_FRAME_BYTES", 16 * 1024)
 KANDEV_STREAM_FLUSH_INTERVAL = env_float("KANDEV_STREAM_FLUSH_INTERVAL", 0.1)
 # A reconnect that missed more events than this gets a fresh snapshot instead of a replay.
 KANDEV_REPLAY_LIMIT = env_int("KANDEV_REPLAY_LIMIT", 500)
+
+# The retry ladder: one budget per prompt turn (KANDEV_RETRY_DELAYS, _MAX_ATTEMPTS, _JITTER,
+# _DEADLINE). Parsed here, so a bad value stops start-up instead of the first failing prompt.
+try:
+    KANDEV_RETRY = RetrySettings.from_env(os.environ)
+except ValueError as error:
+    raise ImproperlyConfigured(str(error)) from None
+
+# ACP agents: each session gets its own working directory under this root.
+KANDEV_ACP_WORKDIR = Path(
+    env_str("KANDEV_ACP_WORKDIR", str(Path(tempfile.gettempdir()) / "kandev-acp"))
+)
+# The only variables an ACP agent process inherits from the worker (besides its target's key):
+# the locale, the import path (our mock agent is a module of this project) and the mock agent's
+# counters; never the database or Redis URL, the Django secret or other keys.
+ACP_INHERITABLE = ("LANG", "LC_ALL", "PYTHONPATH", "KANDEV_MOCK_ACP_STATE", "KANDEV_MOCK_ACP_RECORD")
+
+
+def acp_inherited_env(environ: dict[str, str] | os._Environ) -> dict[str, str]:
+    return {name: environ[name] for name in ACP_INHERITABLE if environ.get(name)}
+
+
+KANDEV_ACP_INHERITED_ENV = acp_inherited_env(os.environ)
+# `seed_demo` uses it for the demo account when set (else --password, else a generated one).
+KANDEV_DEMO_PASSWORD = os.environ.get("KANDEV_DEMO_PASSWORD", "")
 
 # The mock provider server that `make run` starts and the demo target points at.
 KANDEV_MOCK_PROVIDER_URL = env_str("KANDEV_MOCK_PROVIDER_URL", "http://127.0.0.1:8765")

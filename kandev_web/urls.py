@@ -1,12 +1,14 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from kandev_web.health import healthz
 from sessions_app.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     # JSON API: routes under /api/v1/, OpenAPI document at /api/openapi.json.
     path("api/", api.urls),
-    # Pages, login/logout and /healthz.
+    path("healthz", healthz, name="healthz"),
+    # Pages, login/logout.
     path("", include("sessions_app.urls")),
 ]

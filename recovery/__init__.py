@@ -1,4 +1,5 @@
 """Provider-neutral recovery engine.
 
-Plain Python: nothing here imports Django except ``recovery/django/``.
+Plain Python: nothing here imports Django or the app; the ladder's durable state lives in
+``sessions_app.ladder``.
 """

@@ -1,6 +1,6 @@
 """The live session socket: ws/sessions/<id>/.
 
-Protocol (server frames are HTML for htmx's ws extension, see templatetags/frames.py):
+Protocol (server frames are HTML for htmx's ws extension, see frames.py):
 
 1. Connect. Anonymous -> close 4401. Unknown *or* foreign session -> close 4404, the same way for
    both, so a socket can't probe which sessions exist. Both are sent after accepting, because a
@@ -34,7 +34,7 @@ from sessions_app.errors import SessionNotFound
 from sessions_app.events import group_name
 from sessions_app.models import Session
 from sessions_app.selectors import events_after, session_for_user, session_snapshot
-from sessions_app.templatetags.frames import error_frame, events_frame, snapshot_frame
+from sessions_app.frames import error_frame, events_frame, snapshot_frame
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404

@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
 from sessions_app.errors import SessionNotFound
+from sessions_app.ladder.models import RetryNotice
 from sessions_app.models import (
     Message,
     PromptGeneration,
@@ -102,21 +103,25 @@ def session_explanation(*, session: Session) -> str:
     return last.error_message if last is not None else ""
 
 
-def session_notice(*, session: Session) -> dict[str, Any] | None:
-    from recovery.django.models import RetryNotice
-    from recovery.django.notices import notice_dict
+def notice_dict(notice: RetryNotice) -> dict[str, Any]:
+    """The one serialisation of a notice: API, snapshot and pushes all use it."""
+    return {
+        "id": notice.pk,
+        "reason": notice.reason,
+        "code": notice.code,
+        "provider": notice.provider,
+        "model": notice.model,
+        "attempt": notice.attempt,
+        "max_attempts": notice.max_attempts,
+        "retry_at": notice.retry_at.isoformat(),
+        "retry_at_ms": int(notice.retry_at.timestamp() * 1000),
+        "switched_target": notice.switched_target,
+    }
 
+
+def session_notice(*, session: Session) -> dict[str, Any] | None:
     notice = RetryNotice.objects.filter(session=session).order_by("-updated_at", "-id").first()
     return notice_dict(notice) if notice is not None else None
-
-
-def generation_active(*, session: Session) -> PromptGeneration | None:
-    """The queued, running or waiting generation of the session, if any (at most one exists)."""
-    return (
-        PromptGeneration.objects.filter(session=session, state__in=PromptGeneration.ACTIVE_STATES)
-        .order_by("-number")
-        .first()
-    )
 
 
 def session_messages(*, session: Session) -> QuerySet[Message]:

@@ -1,33 +1,43 @@
-"""Celery tasks: thin. Load by id, call a service or the agent loop, nothing else.
+"""Celery tasks: thin. Load by id, call a service or the agent turn, nothing else.
 
-acks_late, prefetch 1, JSON serialisation and time limits are global (settings.CELERY_*).
+acks_late, prefetch 1, JSON serialisation and time limits are global (settings.CELERY_*). Services
+enqueue these by name (sessions_app.enqueue), so nothing imports this module but Celery.
 """
 
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
+
+from sessions_app import enqueue
+from sessions_app.agent.runner import generation_retry, generation_run
+from sessions_app.ladder.services import ladder_sweep
+from sessions_app.services import generations_reap_lost, generations_requeue_stale
 
 
-@shared_task(name="sessions_app.run_generation")
+@shared_task(name=enqueue.RUN_GENERATION)
 def run_generation(generation_id: int) -> None:
-    from sessions_app.agent.runner import generation_run
-
     generation_run(generation_id=generation_id)
+
+
+@shared_task(name=enqueue.RETRY_ATTEMPT)
+def retry_attempt(loop_id: int, attempt: int) -> None:
+    generation_retry(loop_id=loop_id, attempt=attempt)
+
+
+@shared_task(name="ladder.sweep")
+def sweep() -> int:
+    """Periodic (Celery beat): re-enqueue lost retry attempts, retire stale notices."""
+    return ladder_sweep()
 
 
 @shared_task(name="sessions_app.requeue_stale_generations")
 def requeue_stale_generations() -> int:
     """Periodic (Celery beat): re-enqueue generations whose run task never arrived."""
-    from sessions_app.services import generations_requeue_stale
-
     return len(generations_requeue_stale())
 
 
 @shared_task(name="sessions_app.reap_lost_generations")
 def reap_lost_generations() -> int:
     """Periodic (Celery beat): hand back running generations whose worker went silent."""
-    from django.conf import settings
-
-    from sessions_app.services import generations_reap_lost
-
     return len(generations_reap_lost(silent_for_s=settings.KANDEV_WORKER_SILENCE_S))

@@ -1,9 +1,8 @@
-"""Page routes (the JSON API is mounted separately under /api/)."""
+"""Page routes (the JSON API and /healthz are mounted by kandev_web.urls)."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from kandev_web.health import healthz
 from sessions_app import views
 
 urlpatterns = [
@@ -20,5 +19,4 @@ urlpatterns = [
     path("sessions/<int:session_id>/recover/", views.session_recover_view, name="session_recover"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("healthz", healthz, name="healthz"),
 ]

@@ -1,10 +1,12 @@
 """Shared test set-up. Tests run against the real PostgreSQL and Redis named by DATABASE_URL and
 REDIS_URL (make test starts embedded ones when neither is set)."""
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
 
+from recovery.budget import RetrySettings
 from recovery.mock.testing import MockProvider, running_mock_server
 
 
@@ -19,3 +21,14 @@ def mock_provider(_mock_server_url: str) -> MockProvider:
     provider = MockProvider(_mock_server_url)
     provider.reset()
     return provider
+
+
+@pytest.fixture
+def retry_settings(settings):
+    """Change the retry ladder's settings for one test: ``retry_settings(max_attempts=2)``."""
+
+    def change(**fields) -> RetrySettings:
+        settings.KANDEV_RETRY = dataclasses.replace(settings.KANDEV_RETRY, **fields)
+        return settings.KANDEV_RETRY
+
+    return change

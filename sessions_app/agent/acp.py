@@ -1,4 +1,5 @@
-"""Run one claimed prompt generation against an ACP agent: the whole prompt is the retry unit.
+"""The ACP driver: one claimed prompt generation against an agent process; the whole prompt is
+the retry unit.
 
 One attempt is one fresh agent process (initialize, session/new, session/prompt) given the
 person's latest prompt, preceded by the committed conversation so far (``acp_context``). Its
@@ -10,7 +11,7 @@ A response-attempt boundary (the agent abandoned its answer and is regenerating 
 generation's assistant and thinking rows written since the last commit boundary (a tool call, or
 the previous boundary) before any replacement is written, so viewers never see an answer twice.
 
-A failed attempt is retried automatically only when the library proved it showed nothing
+A failed attempt is handed to the turn's ladder only when the library proved it showed nothing
 (``failure.replay.retry_allowed``); then the visible ladder owns the wait, the notice and the
 scheduled retry, which runs the whole prompt again in a new agent process. Every other failure is
 manual recovery at once, with no notice: the agent may have done something we can't undo.
@@ -19,14 +20,11 @@ manual recovery at once, with no notice: the agent may have done something we ca
 from __future__ import annotations
 
 import logging
-import os
-import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from django.conf import settings
 
-from recovery.clock import Clock
-from recovery.django.ladder import attempt_committed, failure_handle
+from recovery import wording
 from recovery.providers.acp import (
     AcpPromptSpec,
     AgentEvent,
@@ -40,32 +38,14 @@ from recovery.providers.acp import (
     PromptCompleted,
     PromptFailure,
     PromptOutcome,
-    ReplayReason,
     ResponseAttemptBoundary,
     acp_prompt_iter,
 )
-from recovery.redact import redact_diagnostic
-from recovery.taxonomy import ProviderFailure
 from sessions_app.agent.acp_context import acp_prompt_text
-from sessions_app.agent.coalescer import StreamWriter
-from sessions_app.agent.outcome import (
-    MESSAGE_LIMIT_BYTES,
-    RunFailure,
-    failure_outcome,
-    ladder_outcome,
-    unexpected_outcome,
-)
 from sessions_app.agent.targets import TargetUnusable, acp_config_for
-from sessions_app.agent.watch import StopWatcher
-from sessions_app.models import Message, PromptGeneration, ProviderTarget, Session
-from sessions_app.selectors import target_fallback_names
-from sessions_app.services import (
-    generation_end,
-    message_create,
-    message_finish,
-    message_retract,
-    message_update,
-)
+from sessions_app.agent.turn import HandedBack, Judged, NotReplayable, Turn, TurnFailed, TurnResult
+from sessions_app.models import Message, Session
+from sessions_app.services import message_create, message_finish, message_retract, message_update
 
 logger = logging.getLogger(__name__)
 
@@ -74,89 +54,62 @@ _TIMEOUT_MARGIN_S = 30
 # Events that put something in front of the viewer: the first one of a retry retires the banner.
 _VISIBLE = (AgentText, AgentThought, AgentToolCall, AgentToolCallUpdate, AgentPermission)
 _TOOL_ROW_STATUS = {"completed": Message.Status.COMPLETE, "failed": Message.Status.ERROR}
-# Why an automatic whole-prompt retry was refused, in the words the failure card uses.
-_MANUAL_BECAUSE = {
-    ReplayReason.TOOL_ACTIVITY: "The agent had already used a tool, so the prompt was not sent "
-    "again automatically.",
-    ReplayReason.OUTPUT_SEEN: "The agent had already started answering, so the prompt was not "
-    "sent again automatically.",
-    ReplayReason.DIAGNOSTIC_MISMATCH: "The agent reported a different problem before it failed, "
-    "so the prompt was not sent again automatically.",
-    ReplayReason.DIAGNOSTIC_TEXT_NOT_CONTAINED: "The agent reported a different problem before it "
-    "failed, so the prompt was not sent again automatically.",
-    ReplayReason.NOT_CURRENT: "The failure could not be tied to this prompt, so nothing was "
-    "retried automatically.",
-}
-_NOT_TRANSIENT = "This failure is not known to be temporary, so nothing was retried automatically."
 
 
-class AcpAgentRun:
-    def __init__(
-        self,
-        *,
-        generation: PromptGeneration,
-        target: ProviderTarget,
-        clock: Clock,
-        rng: random.Random,
-        attempt: int = 1,
-        retrying: bool = False,
-        environ: Mapping[str, str] = os.environ,
-    ) -> None:
-        from recovery.guard import CancelToken
-
-        self.generation = generation
-        self.session = generation.session
-        self.target = target
-        self.clock = clock
-        self.rng = rng
-        self.environ = environ
+class AcpDriver:
+    def __init__(self, turn: Turn) -> None:
+        self.turn = turn
+        self.session = turn.session
+        self.generation = turn.generation
+        self.writer = turn.writer
         self.correlation = Correlation(
             session_id=str(self.session.pk),
-            execution_id=f"gen-{generation.pk}-{attempt}",
-            generation=generation.number,
-        )
-        self.turn_started_at = clock.now()
-        self.banner_pending_retirement = retrying
-        self.cancel = CancelToken()
-        self.writer = StreamWriter(
-            session=self.session,
-            generation=generation,
-            flush_interval_s=settings.KANDEV_STREAM_FLUSH_INTERVAL,
-            clock=clock,
+            execution_id=f"gen-{self.generation.pk}-{turn.attempt}",
+            generation=self.generation.number,
         )
         # Assistant and thinking rows a response-attempt boundary would take back.
         self.abandonable: list[int] = []
         self.tools: dict[str, Message] = {}
         self.model_id: str | None = None
 
-    def execute(self, *, stop_poll_interval_s: float) -> None:
+    @property
+    def showed_output(self) -> bool:
+        return self.writer.open_message is not None or bool(self.tools)
+
+    def run(self, turn: Turn) -> TurnResult:
         try:
             spec = self._spec()
         except TargetUnusable as unusable:
-            outcome = failure_outcome(failure=unusable, partial_output=False)
-            self._end(PromptGeneration.State.FAILED, outcome)
-            return
-        with StopWatcher(
-            generation_id=self.generation.pk,
-            cancel=self.cancel,
-            poll_interval_s=stop_poll_interval_s,
+            raise TurnFailed(HandedBack(code=unusable.code, detail=unusable.detail)) from None
+        outcome = self._consume(acp_prompt_iter(spec, cancel=turn.cancel))
+        if turn.cancel.cancelled or (
+            isinstance(outcome, PromptCompleted) and outcome.stop_reason == "cancelled"
         ):
-            try:
-                outcome = self._consume(acp_prompt_iter(spec, cancel=self.cancel))
-            except BaseException:
-                logger.exception("generation %s crashed", self.generation.pk)
-                self._seal(status=Message.Status.ERROR)
-                self._end(PromptGeneration.State.FAILED, unexpected_outcome())
-                raise
-            self._settle(outcome)
+            return TurnResult.STOPPED
+        if isinstance(outcome, PromptCompleted):
+            return TurnResult.SUCCEEDED
+        raise TurnFailed(self._failure(outcome))
+
+    def _failure(self, failure: PromptFailure) -> NotReplayable | Judged:
+        if not failure.replay.retry_allowed:
+            return NotReplayable(
+                classification=failure.classification,
+                replay_reason=str(failure.replay.reason),
+                detail=failure.message,
+            )
+        return Judged(
+            evidence=failure.evidence,
+            detail=failure.message,
+            model=failure.metadata.model_id or self.model_id or self.turn.target.model,
+        )
 
     # ---- one attempt ----------------------------------------------------------------------
 
     def _spec(self) -> AcpPromptSpec:
-        config = acp_config_for(self.target, session_id=self.session.pk, environ=self.environ)
+        config = acp_config_for(self.turn.target, session_id=self.session.pk)
         text = acp_prompt_text(messages=self._context_rows())
         if text is None or not text.prompt:
-            raise TargetUnusable(code="no_prompt", detail="There is no prompt to send yet.")
+            raise TargetUnusable(code="no_prompt", detail=wording.NO_PROMPT)
         return AcpPromptSpec(
             command=config.command,
             cwd=config.cwd,
@@ -191,10 +144,8 @@ class AcpAgentRun:
 
     def apply(self, event: AgentEvent) -> None:
         """Put one agent event in front of the viewers (persisted first, pushed after commit)."""
-        if self.banner_pending_retirement and isinstance(event, _VISIBLE):
-            # The retried prompt reached the viewer: the banner goes before its first row shows.
-            self.banner_pending_retirement = False
-            attempt_committed(generation_id=self.generation.pk)
+        if isinstance(event, _VISIBLE):
+            self.turn.shown()
         if isinstance(event, AgentText):
             self._stream(role=Message.Role.ASSISTANT, text=event.text)
         elif isinstance(event, AgentThought):
@@ -289,81 +240,9 @@ class AcpAgentRun:
         self.tools[tool_id] = row
         return row
 
-    def _seal(self, *, status: str = Message.Status.COMPLETE, incomplete: bool = True) -> None:
+    def seal(self, *, status: str, incomplete: bool) -> None:
         """Close what is still open. Tool rows that never finished are kept, marked incomplete."""
         self.writer.close(status=status, incomplete=incomplete)
         for row in self.tools.values():
             if row.status == Message.Status.STREAMING:
                 message_finish(message=row, status=status, incomplete=True)
-
-    # ---- how the generation ends ----------------------------------------------------------
-
-    def _settle(self, outcome: PromptOutcome) -> None:
-        if self.cancel.cancelled or (
-            isinstance(outcome, PromptCompleted) and outcome.stop_reason == "cancelled"
-        ):
-            self._seal()
-            generation_end(generation=self.generation, state=PromptGeneration.State.STOPPED)
-        elif isinstance(outcome, PromptCompleted):
-            self._seal(incomplete=False)
-            generation_end(generation=self.generation, state=PromptGeneration.State.SUCCEEDED)
-        else:
-            self._end_failed(outcome)
-
-    def _end_failed(self, failure: PromptFailure) -> None:
-        """The one place a failed ACP prompt meets the recovery ladder."""
-        partial = self.writer.open_message is not None or bool(self.tools)
-        if not failure.replay.retry_allowed:
-            self._seal(status=Message.Status.ERROR)
-            self._end(PromptGeneration.State.FAILED, manual_outcome(failure, partial=partial))
-            return
-        provider_failure = ProviderFailure(failure.evidence, failure.message)
-        handled = failure_handle(
-            generation=self.generation,
-            failure=provider_failure,
-            target_name=self.target.name,
-            provider=self.target.name,
-            model=failure.metadata.model_id or self.model_id or self.target.model,
-            fallbacks=target_fallback_names(target=self.session.target),
-            turn_started_at=self.turn_started_at,
-            clock=self.clock,
-            rng=self.rng,
-        )
-        if handled.decision.is_automatic:
-            # Only provider-diagnostic lines can be open here; they stay visible, marked as part
-            # of an attempt that did not finish.
-            self._seal()
-            logger.info(
-                "generation %s: %s, whole prompt %s scheduled",
-                self.generation.pk,
-                handled.decision.classification.code,
-                handled.decision.action,
-            )
-            return
-        self._seal(status=Message.Status.ERROR)
-        outcome = ladder_outcome(decision=handled.decision, failure=provider_failure)
-        self._end(PromptGeneration.State.FAILED, outcome)
-
-    def _end(self, state: str, outcome: RunFailure) -> None:
-        logger.info("generation %s failed: %s", self.generation.pk, outcome.code)
-        generation_end(
-            generation=self.generation,
-            state=state,
-            error_code=outcome.code,
-            error_message=outcome.message,
-        )
-
-
-def manual_outcome(failure: PromptFailure, *, partial: bool) -> RunFailure:
-    """The card text for a failed prompt that will not be retried automatically."""
-    parts: list[str] = [f"{failure.classification.reason}."]
-    parts.append(_MANUAL_BECAUSE.get(failure.replay.reason, _NOT_TRANSIENT))
-    if partial:
-        parts.append("What the agent showed is kept and marked incomplete.")
-    parts.append("Resume or start fresh when ready.")
-    if failure.message:
-        parts.append(f"Details: {failure.message}")
-    return RunFailure(
-        code=str(failure.classification.code),
-        message=redact_diagnostic(" ".join(parts), limit_bytes=MESSAGE_LIMIT_BYTES),
-    )

@@ -1,18 +1,17 @@
-"""What a failed run tells the user: the single place a provider failure becomes an outcome.
+"""What a failed run tells the user: a code and a redacted, bounded card message.
 
-Provider failures go through the visible retry ladder (recovery.django.ladder); when it hands the
-turn back, ``ladder_outcome`` words the card. A target that cannot be called at all (no key,
-unsupported kind) never reaches the ladder: ``failure_outcome`` words it directly.
+The words themselves live in ``recovery.wording``; this module picks them for each way a turn can
+end badly and makes them safe to store, log and show.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recovery.classify import classify
+from recovery import wording
 from recovery.policy import Decision
 from recovery.redact import redact_diagnostic
-from recovery.taxonomy import CODE_POLICY, Code, ProviderFailure
+from recovery.taxonomy import Classification, Code
 
 MESSAGE_LIMIT_BYTES = 1024
 
@@ -23,36 +22,33 @@ class RunFailure:
     message: str  # redacted; safe to store, log and show
 
 
-def failure_outcome(*, failure: ProviderFailure, partial_output: bool) -> RunFailure:
-    from sessions_app.agent.targets import TargetUnusable
-
-    if isinstance(failure, TargetUnusable):
-        return RunFailure(code=failure.code, message=redact_diagnostic(failure.detail))
-    classification = classify(failure.evidence)
-    reason = CODE_POLICY[classification.code].reason
-    detail = failure.detail or failure.evidence.excerpt
-    parts = [f"{reason}."]
-    if partial_output:
-        parts.append("The answer stopped part-way; what arrived is kept and marked incomplete.")
-    parts.append("Nothing was retried automatically; send the prompt again when ready.")
-    if detail:
-        parts.append(f"Details: {detail}")
-    message = redact_diagnostic(" ".join(parts), limit_bytes=MESSAGE_LIMIT_BYTES)
-    return RunFailure(code=str(classification.code), message=message)
+def handed_back_outcome(*, code: str, detail: str) -> RunFailure:
+    """A turn ended without a failure to judge (the target can't be called, the agent loop hit
+    its limit): it never reaches the ladder."""
+    return RunFailure(code=code, message=_safe(detail))
 
 
-def ladder_outcome(*, decision: Decision, failure: ProviderFailure) -> RunFailure:
+def ladder_outcome(*, decision: Decision, detail: str) -> RunFailure:
     """The honest card text when the ladder hands the turn back to the person."""
-    detail = failure.detail or failure.evidence.excerpt
-    message = decision.message + (f" Details: {detail}" if detail else "")
     return RunFailure(
         code=str(decision.classification.code),
-        message=redact_diagnostic(message, limit_bytes=MESSAGE_LIMIT_BYTES),
+        message=_safe(wording.with_detail(decision.message, detail)),
     )
+
+
+def not_replayed_outcome(
+    *, classification: Classification, replay_reason: str, partial: bool, detail: str
+) -> RunFailure:
+    """An agent's failed prompt that was not sent again automatically."""
+    message = wording.acp_not_replayed(
+        reason=classification.reason, replay_reason=replay_reason, partial=partial, detail=detail
+    )
+    return RunFailure(code=str(classification.code), message=_safe(message))
 
 
 def unexpected_outcome() -> RunFailure:
-    return RunFailure(
-        code=str(Code.UNCLASSIFIED),
-        message="Something went wrong on our side while running this prompt. It was not retried.",
-    )
+    return RunFailure(code=str(Code.UNCLASSIFIED), message=wording.UNEXPECTED)
+
+
+def _safe(message: str) -> str:
+    return redact_diagnostic(message, limit_bytes=MESSAGE_LIMIT_BYTES)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 
+from recovery import wording
 from recovery.providers.acp import PermissionPolicy
 from recovery.providers.base import TargetConfig
 from recovery.taxonomy import Evidence, Kind, Phase, ProviderFailure, Source
@@ -41,21 +41,18 @@ def target_config_for(
     if target.kind == ProviderTarget.Kind.ACP:
         raise TargetUnusable(
             code="provider_not_configured",
-            detail=f"Target {target.name} is an ACP agent; this worker runs direct providers only.",
+            detail=wording.target_is_agent(target.name),
         )
     api_key = environ.get(target.api_key_env, "") if target.api_key_env else ""
     if target.kind == ProviderTarget.Kind.MOCK and not target.api_key_env:
         api_key = MOCK_PLACEHOLDER_KEY
     if not api_key:
-        where = (
-            f"the environment variable {target.api_key_env} is not set on the worker"
+        detail = (
+            wording.target_key_missing(target.name, target.api_key_env)
             if target.api_key_env
-            else "no API key environment variable is configured for it"
+            else wording.target_key_unnamed(target.name)
         )
-        raise TargetUnusable(
-            code="missing_credentials",
-            detail=f"Target {target.name} can't be called: {where}.",
-        )
+        raise TargetUnusable(code="missing_credentials", detail=detail)
     base_url = target.base_url
     if target.kind == ProviderTarget.Kind.MOCK and not base_url:
         base_url = settings.KANDEV_MOCK_PROVIDER_URL
@@ -66,19 +63,6 @@ def target_config_for(
         api_key=api_key,
         name=target.name,
     )
-
-
-# What an ACP agent inherits from the worker besides the SDK's own trimmed set (HOME, PATH, ...):
-# the locale, the import path (our mock agent is a module of this project) and the mock agent's
-# counters. Nothing else: the worker's environment holds the database URL and Django's secret.
-ACP_ENV_ALLOWLIST = (
-    "LANG",
-    "LC_ALL",
-    "PYTHONPATH",
-    "KANDEV_MOCK_ACP_STATE",
-    "KANDEV_MOCK_ACP_RECORD",
-)
-ACP_WORKDIR_ENV = "KANDEV_ACP_WORKDIR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +77,9 @@ def acp_config_for(
     target: ProviderTarget, *, session_id: int, environ: Mapping[str, str] = os.environ
 ) -> AcpTargetConfig:
     """The agent's command line (split shell-style), a working directory of the session's own and
-    the allowlisted environment. Raises TargetUnusable for a missing or unparsable command, or a
-    key variable that is named but not set."""
+    the environment settings.KANDEV_ACP_INHERITED_ENV allows, plus the target's key looked up by
+    name in ``environ``. Raises TargetUnusable for a missing or unparsable command, or a key
+    variable that is named but not set."""
     try:
         command = tuple(shlex.split(target.command))
     except ValueError:
@@ -102,9 +87,9 @@ def acp_config_for(
     if not command:
         raise TargetUnusable(
             code="provider_not_configured",
-            detail=f"Target {target.name} has no usable agent command line.",
+            detail=wording.target_no_command(target.name),
         )
-    env = {name: environ[name] for name in ACP_ENV_ALLOWLIST if environ.get(name)}
+    env = dict(settings.KANDEV_ACP_INHERITED_ENV)
     # Appended, never prepended: an agent's own modules always win over ours.
     env["PYTHONPATH"] = os.pathsep.join(
         part for part in (env.get("PYTHONPATH", ""), str(settings.BASE_DIR)) if part
@@ -114,18 +99,14 @@ def acp_config_for(
         if not key:
             raise TargetUnusable(
                 code="missing_credentials",
-                detail=(
-                    f"Target {target.name} can't be called: the environment variable "
-                    f"{target.api_key_env} is not set on the worker."
-                ),
+                detail=wording.target_key_missing(target.name, target.api_key_env),
             )
         env[target.api_key_env] = key
-    return AcpTargetConfig(command=command, cwd=str(_workdir(session_id, environ)), env=env)
+    return AcpTargetConfig(command=command, cwd=str(_workdir(session_id)), env=env)
 
 
-def _workdir(session_id: int, environ: Mapping[str, str]) -> Path:
+def _workdir(session_id: int) -> Path:
     # Each session gets its own directory, so an agent that writes files never sees another's.
-    root = Path(environ.get(ACP_WORKDIR_ENV) or Path(tempfile.gettempdir()) / "kandev-acp")
-    path = root / f"session-{session_id}"
+    path = Path(settings.KANDEV_ACP_WORKDIR) / f"session-{session_id}"
     path.mkdir(parents=True, exist_ok=True)
     return path

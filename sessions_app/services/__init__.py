@@ -11,11 +11,14 @@ from sessions_app.services.board import (
 )
 from sessions_app.services.events import event_append
 from sessions_app.services.generations import (
+    generation_await_retry,
     generation_begin,
     generation_claim,
     generation_create,
     generation_end,
     generation_heartbeat,
+    generation_retry_claim,
+    generation_stop_request,
     generation_stop_requested,
     generation_supersede_waiting,
     generations_reap_lost,
@@ -35,11 +38,14 @@ from sessions_app.services.messages import (
 
 __all__ = [
     "event_append",
+    "generation_await_retry",
     "generation_begin",
     "generation_claim",
     "generation_create",
     "generation_end",
     "generation_heartbeat",
+    "generation_retry_claim",
+    "generation_stop_request",
     "generation_stop_requested",
     "generation_supersede_waiting",
     "generations_reap_lost",

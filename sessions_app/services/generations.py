@@ -1,13 +1,20 @@
-"""Prompt generations: submit, claim, stop, and the three ways a run ends.
+"""Prompt generations: the one owner of their state machine.
 
-State machine: queued -> running -> (succeeded | failed | stopped); queued -> stopped directly
-when Stop arrives before a worker claimed it. Every transition is a conditional UPDATE, so two
-processes racing on one generation can never both win.
+Every write of ``PromptGeneration.state`` in the project goes through ``_move``, which refuses a
+transition that ``TRANSITIONS`` does not list and applies an allowed one as a conditional UPDATE,
+so two processes racing on one generation can never both win. Each move is announced in the event
+log, and the session's state follows the generation's (running, waiting to retry, idle, needs
+attention).
+
+    queued -> running | stopped
+    running -> waiting_retry | succeeded | failed | stopped
+    waiting_retry -> running | superseded | stopped | failed
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Mapping
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -15,9 +22,12 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from recovery import wording
 from recovery.redact import redact_credentials
 from sessions_app import events as event_names
+from sessions_app.enqueue import generation_enqueue
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from sessions_app.ladder.loops import loop_finish, loops_disarm
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import user_may_view
 from sessions_app.services.board import session_state_set
@@ -25,6 +35,51 @@ from sessions_app.services.events import event_append
 from sessions_app.services.messages import message_create, message_finish
 
 State = PromptGeneration.State
+
+TRANSITIONS: Mapping[str, frozenset[str]] = {
+    State.QUEUED: frozenset({State.RUNNING, State.STOPPED}),
+    State.RUNNING: frozenset({State.WAITING_RETRY, State.SUCCEEDED, State.FAILED, State.STOPPED}),
+    State.WAITING_RETRY: frozenset({State.RUNNING, State.SUPERSEDED, State.STOPPED, State.FAILED}),
+}
+ENDED_STATES = (State.SUCCEEDED, State.FAILED, State.STOPPED, State.SUPERSEDED)
+
+
+class ForbiddenTransition(Exception):
+    """A programming error: code asked for a move the state machine does not have."""
+
+    def __init__(self, source: str, target: str) -> None:
+        super().__init__(f"a generation cannot go from {source} to {target}")
+
+
+def sources_of(target: str) -> tuple[str, ...]:
+    """Every state a generation may leave for ``target``."""
+    return tuple(source for source, targets in TRANSITIONS.items() if target in targets)
+
+
+def _move(
+    generation: PromptGeneration,
+    *,
+    to: str,
+    sources: Iterable[str] | None = None,
+    **fields: object,
+) -> bool:
+    """Move ``generation`` to ``to`` if it is in one of ``sources`` (default: every state allowed
+    to reach ``to``), writing ``fields`` with it and announcing the move. False when it was not
+    there (a race someone else won); ForbiddenTransition for a move the machine does not have."""
+    sources = tuple(sources) if sources is not None else sources_of(to)
+    for source in sources:
+        if to not in TRANSITIONS.get(source, frozenset()):
+            raise ForbiddenTransition(source, to)
+    moved = PromptGeneration.objects.filter(pk=generation.pk, state__in=sources).update(
+        state=to, **fields
+    )
+    if moved != 1:
+        return False
+    generation.state = to
+    for name, value in fields.items():
+        setattr(generation, name, value)
+    _generation_event(generation)
+    return True
 
 
 def prompt_text_clean(text: str) -> str:
@@ -74,8 +129,6 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
 def generation_supersede_waiting(*, session: Session) -> PromptGeneration | None:
     """A new prompt, start fresh or a target change replaces a generation that is only waiting to
     retry: its loop is disarmed and its banner retired, so the old retry can never fire."""
-    from recovery.django.ladder import loops_disarm
-
     with transaction.atomic():
         waiting = (
             PromptGeneration.objects.select_for_update()
@@ -84,11 +137,9 @@ def generation_supersede_waiting(*, session: Session) -> PromptGeneration | None
         )
         if waiting is None:
             return None
-        PromptGeneration.objects.filter(pk=waiting.pk).update(
-            state=State.SUPERSEDED, finished_at=timezone.now()
+        _move(
+            waiting, to=State.SUPERSEDED, sources=(State.WAITING_RETRY,), finished_at=timezone.now()
         )
-        waiting.state = State.SUPERSEDED
-        _generation_event(waiting)
         loops_disarm(session_id=session.pk)
     return waiting
 
@@ -110,30 +161,52 @@ def _generation_create(*, session: Session, mode: str) -> PromptGeneration:
 
 
 def _generation_start(*, session: Session, generation: PromptGeneration) -> None:
-    from sessions_app.tasks import run_generation  # the task module imports services
-
     _generation_event(generation)
     session_state_set(session=session, state=Session.State.RUNNING)
     generation_id = generation.pk
     # robust: the prompt is committed either way; a broker hiccup must not turn that into a
     # server error. A queued generation that never got its task is re-enqueued by a sweeper.
-    transaction.on_commit(lambda: run_generation.delay(generation_id), robust=True)
+    transaction.on_commit(lambda: generation_enqueue(generation_id=generation_id), robust=True)
 
 
 def generation_claim(*, generation_id: int) -> PromptGeneration | None:
     """Take a queued generation for this worker. A duplicate delivery gets None and must do
     nothing: the conditional UPDATE lets exactly one claimant through."""
-    now = timezone.now()
-    claimed = PromptGeneration.objects.filter(pk=generation_id, state=State.QUEUED).update(
-        state=State.RUNNING, claimed_at=now, heartbeat_at=now
-    )
-    if claimed != 1:
-        return None
-    generation = PromptGeneration.objects.select_related("session", "session__target").get(
+    generation = PromptGeneration.objects.select_related("session", "session__target").filter(
         pk=generation_id
-    )
-    _generation_event(generation)
+    ).first()
+    if generation is None:
+        return None
+    now = timezone.now()
+    if not _move(
+        generation, to=State.RUNNING, sources=(State.QUEUED,), claimed_at=now, heartbeat_at=now
+    ):
+        return None
     return generation
+
+
+def generation_await_retry(*, generation: PromptGeneration) -> bool:
+    """The ladder scheduled a retry of this running generation: it waits, and so does its
+    session (the banner shows why)."""
+    with transaction.atomic():
+        if not _move(generation, to=State.WAITING_RETRY, sources=(State.RUNNING,)):
+            return False
+        session_state_set(session=generation.session, state=Session.State.WAITING_RETRY)
+    return True
+
+
+def generation_retry_claim(*, generation: PromptGeneration) -> bool:
+    """A scheduled retry attempt starts: the waiting generation runs again."""
+    with transaction.atomic():
+        if not _move(
+            generation,
+            to=State.RUNNING,
+            sources=(State.WAITING_RETRY,),
+            heartbeat_at=timezone.now(),
+        ):
+            return False
+        session_state_set(session=generation.session, state=Session.State.RUNNING)
+    return True
 
 
 def generation_heartbeat(*, generation_id: int) -> None:
@@ -141,12 +214,6 @@ def generation_heartbeat(*, generation_id: int) -> None:
     PromptGeneration.objects.filter(pk=generation_id, state=State.RUNNING).update(
         heartbeat_at=timezone.now()
     )
-
-
-WORKER_LOST_MESSAGE = (
-    "The worker running this prompt stopped before it finished. What arrived is kept and marked "
-    "incomplete; resume or start fresh to continue."
-)
 
 
 def generations_reap_lost(*, silent_for_s: float) -> list[int]:
@@ -168,7 +235,7 @@ def generations_reap_lost(*, silent_for_s: float) -> list[int]:
                 generation=generation,
                 state=State.FAILED,
                 error_code="worker_lost",
-                error_message=WORKER_LOST_MESSAGE,
+                error_message=wording.WORKER_LOST,
             ):
                 reaped.append(generation.pk)
     return reaped
@@ -176,6 +243,11 @@ def generations_reap_lost(*, silent_for_s: float) -> list[int]:
 
 def generation_stop_requested(*, generation_id: int) -> bool:
     return PromptGeneration.objects.filter(pk=generation_id, stop_requested=True).exists()
+
+
+def generation_stop_request(*, generation_id: int) -> None:
+    """Flag a generation to stop: the worker running it notices within a poll interval."""
+    PromptGeneration.objects.filter(pk=generation_id).update(stop_requested=True)
 
 
 def session_stop(*, session: Session, user: AbstractBaseUser) -> PromptGeneration | None:
@@ -193,7 +265,7 @@ def session_stop(*, session: Session, user: AbstractBaseUser) -> PromptGeneratio
         )
         if generation is None:
             return None
-        PromptGeneration.objects.filter(pk=generation.pk).update(stop_requested=True)
+        generation_stop_request(generation_id=generation.pk)
         generation.stop_requested = True
         # No worker holds a queued or waiting generation, so nobody else would notice the flag.
         if generation.state in (State.QUEUED, State.WAITING_RETRY):
@@ -209,25 +281,17 @@ def generation_end(
     Returns False (and changes nothing) when the generation had already ended, e.g. a stop that
     raced a success. ``error_message`` must already be redacted.
     """
-    from recovery.django.ladder import loop_finish  # the ladder imports these services
-
     if state not in (State.SUCCEEDED, State.FAILED, State.STOPPED):
         raise ValueError(f"{state!r} does not end a generation")
     with transaction.atomic():
-        ended = PromptGeneration.objects.filter(
-            pk=generation.pk, state__in=PromptGeneration.ACTIVE_STATES
-        ).update(
-            state=state,
+        if not _move(
+            generation,
+            to=state,
             error_code=error_code,
             error_message=error_message,
             finished_at=timezone.now(),
-        )
-        if ended != 1:
+        ):
             return False
-        generation.state = state
-        generation.error_code = error_code
-        generation.error_message = error_message
-        _generation_event(generation)
         loop_finish(generation_id=generation.pk, state=_LOOP_END_STATE[state])
         if state == State.FAILED:
             session_state_set(
@@ -261,8 +325,6 @@ def generations_requeue_stale(*, older_than_s: float = 30.0) -> list[int]:
     """Enqueue again every generation still queued after ``older_than_s`` (its task was lost to a
     broker hiccup, or its enqueue never happened). Duplicates are harmless: the claim lets one
     delivery through. Returns the ids re-enqueued."""
-    from sessions_app.tasks import run_generation
-
     cutoff = timezone.now() - dt.timedelta(seconds=older_than_s)
     stale = list(
         PromptGeneration.objects.filter(state=State.QUEUED, created_at__lt=cutoff).values_list(
@@ -270,5 +332,5 @@ def generations_requeue_stale(*, older_than_s: float = 30.0) -> list[int]:
         )
     )
     for generation_id in stale:
-        run_generation.delay(generation_id)
+        generation_enqueue(generation_id=generation_id)
     return stale

@@ -7,9 +7,10 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from recovery.django.ladder import loops_disarm
-from recovery.django.models import RetryLoop
+from recovery import wording
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from sessions_app.ladder.loops import loops_disarm
+from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, Session
 from sessions_app.selectors import user_may_view
 from sessions_app.services.board import session_state_set
@@ -17,6 +18,7 @@ from sessions_app.services.generations import (
     generation_begin,
     generation_create,
     generation_end,
+    generation_stop_request,
     generation_supersede_waiting,
 )
 from sessions_app.services.messages import message_create
@@ -41,7 +43,7 @@ def retry_cancel(*, session_id: int, user: AbstractBaseUser) -> list[str]:
             return []
         for loop in cancelled:
             # A worker may be mid-attempt: the flag trips its stop watcher within a poll.
-            PromptGeneration.objects.filter(pk=loop.generation_id).update(stop_requested=True)
+            generation_stop_request(generation_id=loop.generation_id)
             generation = PromptGeneration.objects.select_related("session").get(
                 pk=loop.generation_id
             )
@@ -49,7 +51,7 @@ def retry_cancel(*, session_id: int, user: AbstractBaseUser) -> list[str]:
                 generation=generation,
                 state=PromptGeneration.State.FAILED,
                 error_code="cancelled",
-                error_message="Automatic retry was cancelled. Resume or start fresh when ready.",
+                error_message=wording.RETRY_CANCELLED,
             )
     return list(RECOVERY_ACTIONS)
 

@@ -8,7 +8,6 @@ without either a fresh one is generated. Either way it is printed, because it is
 
 from __future__ import annotations
 
-import os
 import secrets
 import shlex
 import sys
@@ -92,7 +91,7 @@ class Command(BaseCommand):
         parser.add_argument("--password", default=None, help="the demo user's password")
 
     def handle(self, *args, password: str | None = None, **options):
-        password = password or os.environ.get("KANDEV_DEMO_PASSWORD") or secrets.token_urlsafe(9)
+        password = password or settings.KANDEV_DEMO_PASSWORD or secrets.token_urlsafe(9)
         seed = demo_seed(password=password, mock_url=settings.KANDEV_MOCK_PROVIDER_URL)
         self.stdout.write(
             f"Demo login: {seed.username} / {seed.password} "

@@ -14,9 +14,9 @@ import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from recovery.django.models import RetryLoop
 from recovery.mock.testing import SplitClock
 from sessions_app.agent.runner import generation_retry, generation_run
+from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, SessionEvent
 from sessions_app.services import prompt_submit, session_create
 
@@ -24,11 +24,14 @@ MOCK_AGENT_COMMAND = shlex.join([sys.executable, "-m", "recovery.mock.acp_agent"
 
 
 @pytest.fixture(autouse=True)
-def agent_state(tmp_path, monkeypatch):
+def agent_state(tmp_path, settings):
     """The mock agent's prompt counters and working directories, private to this test."""
-    monkeypatch.setenv("KANDEV_MOCK_ACP_STATE", str(tmp_path / "acp-state.json"))
-    monkeypatch.setenv("KANDEV_MOCK_ACP_RECORD", str(tmp_path / "prompts.jsonl"))
-    monkeypatch.setenv("KANDEV_ACP_WORKDIR", str(tmp_path / "work"))
+    settings.KANDEV_ACP_INHERITED_ENV = {
+        **settings.KANDEV_ACP_INHERITED_ENV,
+        "KANDEV_MOCK_ACP_STATE": str(tmp_path / "acp-state.json"),
+        "KANDEV_MOCK_ACP_RECORD": str(tmp_path / "prompts.jsonl"),
+    }
+    settings.KANDEV_ACP_WORKDIR = tmp_path / "work"
     return tmp_path
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from recovery.django.models import AttemptRecord, RetryLoop, RetryNotice
+from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration, Session, SessionEvent
 from sessions_app.selectors import session_snapshot
 from tests.integration.acp_app.conftest import event_kinds, rows, run_prompt, run_retry
@@ -148,8 +148,8 @@ def test_a_diagnostic_line_that_disagrees_with_the_error_is_manual(chat, owner, 
     assert not RetryLoop.objects.exists()
 
 
-def test_exhausting_the_budget_ends_in_an_honest_card(chat, owner, clock, monkeypatch):
-    monkeypatch.setenv("KANDEV_RETRY_MAX_ATTEMPTS", "2")
+def test_exhausting_the_budget_ends_in_an_honest_card(chat, owner, clock, retry_settings):
+    retry_settings(max_attempts=2)
     generation = run_prompt(chat, owner, "/overloaded:9 hi", clock)
     run_retry(generation, clock)
     generation = run_retry(generation, clock)

@@ -8,9 +8,9 @@ import shlex
 import sys
 
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 
+from kandev_web.settings import acp_inherited_env
 from sessions_app.agent.targets import TargetUnusable, acp_config_for
 from sessions_app.models import Message, ProviderTarget
 from sessions_app.services import session_create
@@ -32,11 +32,15 @@ def target(command: str, **fields) -> ProviderTarget:
     return ProviderTarget(name="Agent", kind=ProviderTarget.Kind.ACP, command=command, **fields)
 
 
+@pytest.fixture(autouse=True)
+def workdir(tmp_path, settings):
+    settings.KANDEV_ACP_WORKDIR = tmp_path
+    return tmp_path
+
+
 def test_the_command_is_split_shell_style(tmp_path):
     config = acp_config_for(
-        target("npx -y '@zed-industries/claude-code-acp' --flag \"two words\""),
-        session_id=4,
-        environ={"KANDEV_ACP_WORKDIR": str(tmp_path)},
+        target("npx -y '@zed-industries/claude-code-acp' --flag \"two words\""), session_id=4
     )
 
     assert config.command == ("npx", "-y", "@zed-industries/claude-code-acp", "--flag", "two words")
@@ -44,12 +48,9 @@ def test_the_command_is_split_shell_style(tmp_path):
     assert (tmp_path / "session-4").is_dir()
 
 
-def test_the_agent_gets_only_allowlisted_variables_and_its_own_key(tmp_path):
-    config = acp_config_for(
-        target("agent", api_key_env="AGENT_KEY"),
-        session_id=1,
-        environ={**WORKER_ENV, "KANDEV_ACP_WORKDIR": str(tmp_path)},
-    )
+def test_the_agent_gets_only_allowlisted_variables_and_its_own_key(settings):
+    settings.KANDEV_ACP_INHERITED_ENV = acp_inherited_env(WORKER_ENV)
+    config = acp_config_for(target("agent", api_key_env="AGENT_KEY"), session_id=1, environ=WORKER_ENV)
 
     assert dict(config.env) == {
         "LANG": "C.UTF-8",
@@ -60,12 +61,9 @@ def test_the_agent_gets_only_allowlisted_variables_and_its_own_key(tmp_path):
     assert "sk-ant-test-000" not in repr(config)
 
 
-def test_the_projects_import_path_comes_after_the_workers_own(tmp_path):
-    config = acp_config_for(
-        target("agent"),
-        session_id=1,
-        environ={"PYTHONPATH": "/opt/lib", "KANDEV_ACP_WORKDIR": str(tmp_path)},
-    )
+def test_the_projects_import_path_comes_after_the_workers_own(settings):
+    settings.KANDEV_ACP_INHERITED_ENV = acp_inherited_env({"PYTHONPATH": "/opt/lib"})
+    config = acp_config_for(target("agent"), session_id=1)
 
     assert config.env["PYTHONPATH"].split(":") == ["/opt/lib", str(settings.BASE_DIR)]
 
@@ -73,18 +71,14 @@ def test_the_projects_import_path_comes_after_the_workers_own(tmp_path):
 @pytest.mark.parametrize("command", ["", "   ", "agent 'unterminated"])
 def test_an_unusable_command_line_is_refused(command, tmp_path):
     with pytest.raises(TargetUnusable) as refused:
-        acp_config_for(target(command), session_id=1, environ={"KANDEV_ACP_WORKDIR": str(tmp_path)})
+        acp_config_for(target(command), session_id=1)
 
     assert refused.value.code == "provider_not_configured"
 
 
 def test_a_named_key_that_is_not_set_is_refused_without_starting_anything(tmp_path):
     with pytest.raises(TargetUnusable) as refused:
-        acp_config_for(
-            target("agent", api_key_env="MISSING_KEY"),
-            session_id=1,
-            environ={"KANDEV_ACP_WORKDIR": str(tmp_path)},
-        )
+        acp_config_for(target("agent", api_key_env="MISSING_KEY"), session_id=1, environ={})
 
     assert refused.value.code == "missing_credentials"
     assert "MISSING_KEY" in refused.value.detail

@@ -12,8 +12,9 @@ import pytest
 from django.db import connection
 
 from recovery.providers.acp import AgentText, AgentThought, AgentToolCall, ResponseAttemptBoundary
-from sessions_app.agent.acp import AcpAgentRun
+from sessions_app.agent.acp import AcpDriver
 from sessions_app.agent.runner import generation_run
+from sessions_app.agent.turn import Turn
 from sessions_app.models import Message, PromptGeneration, SessionEvent
 from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services import message_create, prompt_submit, session_stop
@@ -145,7 +146,7 @@ def test_stop_ends_a_streaming_answer_and_keeps_what_arrived(chat, owner, clock)
 
 def test_a_repeated_boundary_with_nothing_new_takes_nothing_back(chat, owner, clock):
     generation = prompt_submit(session=chat, user=owner, text="hello")
-    run = AcpAgentRun(generation=generation, target=chat.target, clock=clock, rng=random.Random())
+    run = AcpDriver(Turn(generation=generation, target=chat.target, clock=clock, rng=random.Random()))
 
     for event in (
         AgentThought(text="First try."),

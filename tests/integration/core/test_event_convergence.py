@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from recovery.django.models import RetryLoop
 from recovery.mock.testing import SplitClock
 from sessions_app.agent.runner import generation_retry, generation_run
+from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, ProviderTarget
 from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services import message_retract, prompt_submit, session_create, session_stop

@@ -76,6 +76,7 @@ def test_it_refuses_a_second_prompt_while_one_is_active(session, alice):
 def test_generation_numbers_count_up_per_session(session, alice, mock_target):
     other = session_create(owner=alice, target=mock_target, title="Other")
     first = prompt_submit(session=session, user=alice, text="one")
+    generation_claim(generation_id=first.pk)
     generation_end(generation=first, state=PromptGeneration.State.SUCCEEDED)
     second = prompt_submit(session=session, user=alice, text="two")
     elsewhere = prompt_submit(session=other, user=alice, text="one")

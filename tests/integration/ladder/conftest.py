@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from recovery.budget import Budget, RetrySettings
 from recovery.clock import FakeClock
-from recovery.django.models import RetryLoop
+from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import PromptGeneration, ProviderTarget
 from sessions_app.services import session_create
 

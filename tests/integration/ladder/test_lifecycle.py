@@ -9,9 +9,9 @@ import random
 import pytest
 from django.conf import settings
 
-from recovery.django.models import AttemptRecord, RetryLoop, RetryNotice
 from recovery.mock.testing import SplitClock
 from sessions_app.agent.runner import generation_retry, generation_run
+from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, Session, SessionEvent
 from sessions_app.selectors import session_snapshot
 from sessions_app.services import prompt_submit, session_create, session_stop
@@ -139,9 +139,9 @@ def test_a_redelivered_attempt_runs_once(chat, owner, clock, mock_provider):
 
 
 def test_exhaustion_ends_in_an_honest_card_with_resume_and_start_fresh(
-    chat, owner, clock, mock_provider, monkeypatch
+    chat, owner, clock, mock_provider, retry_settings
 ):
-    monkeypatch.setenv("KANDEV_RETRY_MAX_ATTEMPTS", "2")
+    retry_settings(max_attempts=2)
     generation = run_prompt(chat, owner, "/overloaded:99 hi", clock)
     loop = RetryLoop.objects.get(generation=generation)
     run_retry(loop, clock)
@@ -279,13 +279,13 @@ def test_a_target_change_during_the_wait_disarms_the_loop(chat, owner, clock, mo
 
 
 def test_failover_switches_target_before_any_output_and_says_so(
-    chat, owner, clock, mock_provider, mock_target, monkeypatch
+    chat, owner, clock, mock_provider, mock_target, retry_settings
 ):
     backup = ProviderTarget.objects.create(
         name="Backup", kind=ProviderTarget.Kind.MOCK, model="mock-backup", base_url=mock_provider.url
     )
     mock_target.fallback_links.create(fallback=backup, position=0)
-    monkeypatch.setenv("KANDEV_RETRY_DEADLINE", "3")  # the 5 s ladder step no longer fits
+    retry_settings(deadline_s=3)  # the 5 s ladder step no longer fits
 
     generation = run_prompt(chat, owner, "/overloaded:1 hi", clock)
 

@@ -7,8 +7,8 @@ import threading
 import pytest
 from django.db import connection
 
-from recovery.django.models import RetryLoop, RetryNotice
-from recovery.django.notices import notice_upsert, notices_cleanup, notices_retire
+from sessions_app.ladder.models import RetryLoop, RetryNotice
+from sessions_app.ladder.notices import notice_upsert, notices_cleanup, notices_retire
 from sessions_app.models import PromptGeneration, SessionEvent
 
 from .conftest import loop_make

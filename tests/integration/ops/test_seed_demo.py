@@ -49,8 +49,8 @@ def test_running_it_again_changes_the_password_and_follows_the_mock_without_dupl
     assert Session.objects.filter(owner=demo).count() == 1
 
 
-def test_without_a_password_it_generates_and_prints_one(monkeypatch):
-    monkeypatch.delenv("KANDEV_DEMO_PASSWORD", raising=False)
+def test_without_a_password_it_generates_and_prints_one(settings):
+    settings.KANDEV_DEMO_PASSWORD = ""
 
     output = seed()
 
@@ -59,8 +59,8 @@ def test_without_a_password_it_generates_and_prints_one(monkeypatch):
     assert get_user_model().objects.get(username="demo").check_password(password)
 
 
-def test_it_takes_the_password_from_the_environment(monkeypatch):
-    monkeypatch.setenv("KANDEV_DEMO_PASSWORD", "from-the-env-pass")
+def test_it_takes_the_password_from_the_environment(settings):
+    settings.KANDEV_DEMO_PASSWORD = "from-the-env-pass"  # settings read KANDEV_DEMO_PASSWORD
 
     seed()
 

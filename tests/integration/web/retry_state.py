@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from recovery.budget import Budget, RetrySettings
 from recovery.clock import FakeClock
-from recovery.django.models import RetryLoop, RetryNotice
-from recovery.django.notices import notice_upsert
+from sessions_app.ladder.models import RetryLoop, RetryNotice
+from sessions_app.ladder.notices import notice_upsert
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.services import message_create, session_state_set
 

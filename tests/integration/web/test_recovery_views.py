@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from recovery.django.models import RetryLoop, RetryNotice
+from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import PromptGeneration, Session
 from sessions_app.selectors import session_snapshot
 from tests.integration.web.retry_state import waiting_session

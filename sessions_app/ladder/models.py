@@ -48,11 +48,6 @@ class RetryLoop(models.Model):
     def __str__(self) -> str:
         return f"loop {self.pk} of {self.generation} ({self.state}, attempt {self.attempt})"
 
-    @property
-    def task_id(self) -> str:
-        """Deterministic Celery task id of the scheduled attempt: re-enqueueing is idempotent."""
-        return f"kandev-retry-{self.pk}-{self.attempt}"
-
 
 class RetryNotice(models.Model):
     """The calm banner of a waiting retry loop. At most one per session: writes are serialised on

@@ -11,28 +11,13 @@ from datetime import UTC, datetime
 
 from django.db import DatabaseError, transaction
 
-from recovery.django.models import RetryLoop, RetryNotice
 from sessions_app import events as event_names
+from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import Session
-from sessions_app.services import event_append
+from sessions_app.selectors import notice_dict
+from sessions_app.services.events import event_append
 
 logger = logging.getLogger(__name__)
-
-
-def notice_dict(notice: RetryNotice) -> dict:
-    """The one serialisation of a notice: API, snapshot and pushes all use it."""
-    return {
-        "id": notice.pk,
-        "reason": notice.reason,
-        "code": notice.code,
-        "provider": notice.provider,
-        "model": notice.model,
-        "attempt": notice.attempt,
-        "max_attempts": notice.max_attempts,
-        "retry_at": notice.retry_at.isoformat(),
-        "retry_at_ms": int(notice.retry_at.timestamp() * 1000),
-        "switched_target": notice.switched_target,
-    }
 
 
 def notice_upsert(

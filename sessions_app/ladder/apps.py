@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class LadderConfig(AppConfig):
-    name = "recovery.django"
+    name = "sessions_app.ladder"
     label = "ladder"
     verbose_name = "Recovery ladder"

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from recovery.django.models import AttemptRecord, RetryLoop, RetryNotice
+from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -1,0 +1,209 @@
+"""One agent turn: the skeleton every prompt generation runs through, first run and retry alike.
+
+    claim (queued -> running, or a scheduled retry attempt) -> the driver for the target's kind
+    streams rows -> the turn ends as succeeded, stopped or failed, or waits for a retry the
+    ladder scheduled.
+
+The skeleton owns what both kinds of agent share: the stop watcher and cancel token, the
+coalescing writer, retiring the banner when a retried attempt first shows something, and the one
+place a failure meets the ladder. A driver owns only how its agent is called: ``DirectDriver``
+(our own model-call / tool loop against a provider) or ``AcpDriver`` (an agent process whose
+whole prompt is the retry unit). ``sessions_app.agent.runner`` claims the work and picks the
+driver.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import random
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from django.conf import settings
+
+from recovery.clock import Clock
+from recovery.guard import CancelToken
+from recovery.judge import CallStats
+from recovery.taxonomy import Classification, Evidence
+from sessions_app.agent.coalescer import StreamWriter
+from sessions_app.agent.outcome import (
+    RunFailure,
+    handed_back_outcome,
+    ladder_outcome,
+    not_replayed_outcome,
+    unexpected_outcome,
+)
+from sessions_app.agent.watch import StopWatcher
+from sessions_app.ladder.services import attempt_committed, failure_handle
+from sessions_app.models import Message, PromptGeneration, ProviderTarget
+from sessions_app.selectors import target_fallback_names
+from sessions_app.services import generation_end
+
+logger = logging.getLogger(__name__)
+
+class TurnResult(enum.StrEnum):
+    SUCCEEDED = "succeeded"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class HandedBack:
+    """The turn ends without a provider failure to judge: the target can't be called at all
+    (no key, no command) or the agent loop hit its limit. Never retried."""
+
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotReplayable:
+    """An ACP prompt failed in a way that forbids sending it again (it showed something, used a
+    tool, or the failure can't be tied to it): manual recovery, with the agent's classification."""
+
+    classification: Classification
+    replay_reason: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A failed provider call for the ladder to judge."""
+
+    evidence: Evidence
+    detail: str
+    model: str
+    stats: CallStats | None = None
+
+
+TurnFailure = HandedBack | NotReplayable | Judged
+
+
+class TurnFailed(Exception):
+    def __init__(self, failure: TurnFailure) -> None:
+        super().__init__(failure)
+        self.failure = failure
+
+
+class Driver(Protocol):
+    def run(self, turn: Turn) -> TurnResult:
+        """Drive the agent, writing rows through ``turn``; raise TurnFailed when it failed."""
+        ...
+
+    def seal(self, *, status: str, incomplete: bool) -> None:
+        """Close every row the driver still holds open."""
+        ...
+
+    @property
+    def showed_output(self) -> bool:
+        """Whether anything of this attempt is on screen (for the card's wording)."""
+        ...
+
+
+@dataclass
+class Turn:
+    generation: PromptGeneration
+    target: ProviderTarget
+    clock: Clock
+    rng: random.Random
+    attempt: int = 1  # 1 for the first run, n + 1 for the n-th scheduled retry
+    retrying: bool = False
+    cancel: CancelToken = field(default_factory=CancelToken)
+
+    def __post_init__(self) -> None:
+        self.session = self.generation.session
+        # The retry budget's deadline counts from the start of the turn's first attempt.
+        self.started_at = self.clock.now()
+        self.writer = StreamWriter(
+            session=self.session,
+            generation=self.generation,
+            flush_interval_s=settings.KANDEV_STREAM_FLUSH_INTERVAL,
+            clock=self.clock,
+        )
+        # A retry attempt retires the banner as soon as something of it reaches the viewer.
+        self._banner_pending_retirement = self.retrying
+
+    def shown(self) -> None:
+        """The driver is about to put something in front of the viewer. On a retried attempt
+        that means the provider recovered: the banner goes before the first row shows."""
+        if self._banner_pending_retirement:
+            self._banner_pending_retirement = False
+            attempt_committed(generation_id=self.generation.pk)
+
+    def execute(self, driver: Driver, *, stop_poll_interval_s: float) -> None:
+        with StopWatcher(
+            generation_id=self.generation.pk,
+            cancel=self.cancel,
+            poll_interval_s=stop_poll_interval_s,
+        ):
+            try:
+                result = driver.run(self)
+            except TurnFailed as failed:
+                if self.cancel.cancelled:
+                    self._end_stopped(driver)
+                else:
+                    self._end_failed(driver, failed.failure)
+                return
+            except BaseException:
+                logger.exception("generation %s crashed", self.generation.pk)
+                driver.seal(status=Message.Status.ERROR, incomplete=True)
+                self._end_with(unexpected_outcome())
+                raise
+        if result is TurnResult.SUCCEEDED:
+            driver.seal(status=Message.Status.COMPLETE, incomplete=False)
+            generation_end(generation=self.generation, state=PromptGeneration.State.SUCCEEDED)
+        else:
+            self._end_stopped(driver)
+
+    def _end_stopped(self, driver: Driver) -> None:
+        driver.seal(status=Message.Status.COMPLETE, incomplete=True)
+        generation_end(generation=self.generation, state=PromptGeneration.State.STOPPED)
+
+    def _end_failed(self, driver: Driver, failure: TurnFailure) -> None:
+        """The one place a failed attempt meets the recovery ladder."""
+        if isinstance(failure, HandedBack):
+            outcome = handed_back_outcome(code=failure.code, detail=failure.detail)
+        elif isinstance(failure, NotReplayable):
+            outcome = not_replayed_outcome(
+                classification=failure.classification,
+                replay_reason=failure.replay_reason,
+                partial=driver.showed_output,
+                detail=failure.detail,
+            )
+        else:
+            decision = failure_handle(
+                generation=self.generation,
+                evidence=failure.evidence,
+                target_name=self.target.name,
+                provider=self.target.name,
+                model=failure.model,
+                fallbacks=target_fallback_names(target=self.session.target),
+                turn_started_at=self.started_at,
+                clock=self.clock,
+                rng=self.rng,
+                stats=failure.stats,
+            )
+            if decision.is_automatic:
+                # Pre-exposure by construction: nothing of this attempt that the retry would
+                # repeat reached a viewer. What is open (a provider diagnostic line) stays,
+                # marked as part of an attempt that did not finish.
+                driver.seal(status=Message.Status.COMPLETE, incomplete=True)
+                logger.info(
+                    "generation %s: %s, %s scheduled",
+                    self.generation.pk,
+                    decision.classification.code,
+                    decision.action,
+                )
+                return
+            outcome = ladder_outcome(decision=decision, detail=failure.detail)
+        driver.seal(status=Message.Status.ERROR, incomplete=True)
+        self._end_with(outcome)
+
+    def _end_with(self, outcome: RunFailure) -> None:
+        logger.info("generation %s failed: %s", self.generation.pk, outcome.code)
+        generation_end(
+            generation=self.generation,
+            state=PromptGeneration.State.FAILED,
+            error_code=outcome.code,
+            error_message=outcome.message,
+        )

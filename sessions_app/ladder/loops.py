@@ -1,0 +1,165 @@
+"""Retry loops: the one retry owner of a prompt generation, held in the database.
+
+This module writes RetryLoop rows (and, through notices, the banner) and nothing else: the
+generation's own state belongs to ``sessions_app.services.generations``, and the walk from a
+failure to a scheduled attempt is ``sessions_app.ladder.services``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from recovery.budget import Budget
+from recovery.policy import Decision
+from recovery.telemetry import AttemptRecord as CallRecord
+from recovery.telemetry import emit_attempt
+from sessions_app.enqueue import attempt_enqueue
+from sessions_app.ladder.models import AttemptRecord, RetryLoop
+from sessions_app.ladder.notices import notice_upsert, notices_retire
+from sessions_app.models import PromptGeneration
+
+State = RetryLoop.State
+# A scheduled attempt this much past its time is presumed lost with its worker and re-enqueued.
+SWEEP_GRACE_S = 5.0
+
+
+def loop_open(
+    *, generation: PromptGeneration, target_name: str, turn_started_at: float
+) -> RetryLoop:
+    """The generation's loop, locked; created on its first failure (the failed call was the
+    turn's first attempt, and the deadline counts from when the turn started)."""
+    retry = settings.KANDEV_RETRY
+    budget = Budget(settings=retry, started_at=turn_started_at, visited_targets=(target_name,))
+    loop, _ = RetryLoop.objects.get_or_create(
+        generation=generation,
+        defaults={
+            "session_id": generation.session_id,
+            "attempt": 0,
+            "max_attempts": retry.max_attempts,
+            "budget": budget.record_attempt(target=target_name).to_dict(),
+            "target_name": target_name,
+        },
+    )
+    return RetryLoop.objects.select_for_update().get(pk=loop.pk)
+
+
+def loop_schedule(
+    *,
+    loop: RetryLoop,
+    decision: Decision,
+    provider: str,
+    model: str,
+    previous_target: str,
+) -> None:
+    """Persist a decision to retry: the loop waits, the banner shows (or moves on), and the
+    attempt is enqueued for ``decision.retry_at`` once this transaction commits."""
+    next_target = decision.target or previous_target
+    loop.state = State.WAITING
+    loop.attempt = decision.attempt
+    loop.max_attempts = decision.max_attempts
+    loop.budget = Budget.from_dict(loop.budget).record_wait(decision.wait_s).to_dict()
+    loop.target_name = next_target
+    loop.next_attempt_at = datetime.fromtimestamp(decision.retry_at, tz=UTC)
+    loop.last_code = str(decision.classification.code)
+    loop.save()
+    notice_upsert(
+        loop=loop,
+        code=str(decision.classification.code),
+        reason=decision.classification.reason,
+        provider=provider,
+        model=model,
+        attempt=decision.attempt,
+        max_attempts=decision.max_attempts,
+        retry_at=decision.retry_at,
+        switched_target=next_target if next_target != previous_target else "",
+    )
+    loop_id, attempt, eta = loop.pk, loop.attempt, loop.next_attempt_at
+    transaction.on_commit(lambda: attempt_enqueue(loop_id=loop_id, attempt=attempt, eta=eta))
+
+
+def loop_claim(*, loop_id: int, attempt: int) -> RetryLoop | None:
+    """Claim a scheduled attempt. None when it already ran, or the loop was cancelled or ended."""
+    claimed = RetryLoop.objects.filter(pk=loop_id, state=State.WAITING, attempt=attempt).update(
+        state=State.RUNNING, next_attempt_at=None, updated_at=timezone.now()
+    )
+    if claimed != 1:
+        return None
+    loop = RetryLoop.objects.select_related("generation", "generation__session").get(pk=loop_id)
+    loop.budget = Budget.from_dict(loop.budget).record_attempt(target=loop.target_name).to_dict()
+    loop.save(update_fields=["budget"])
+    return loop
+
+
+def loop_end(*, loop: RetryLoop, state: str) -> None:
+    RetryLoop.objects.filter(pk=loop.pk).update(
+        state=state, next_attempt_at=None, ended_at=timezone.now(), updated_at=timezone.now()
+    )
+    loop.state = state
+    notices_retire(session_id=loop.session_id)
+
+
+def loop_finish(*, generation_id: int, state: str) -> None:
+    """The generation ended (success, stop, failure): end a live loop and retire notices."""
+    with transaction.atomic():
+        loop = (
+            RetryLoop.objects.select_for_update()
+            .filter(generation_id=generation_id, state__in=RetryLoop.LIVE_STATES)
+            .first()
+        )
+        if loop is not None:
+            loop_end(loop=loop, state=state)
+
+
+def loops_disarm(*, session_id: int, state: str = State.DISARMED) -> list[RetryLoop]:
+    """End every live loop of the session (new prompt, start fresh, target change, cancel).
+    Notices are retired even when no loop was live, so a stale banner never survives."""
+    with transaction.atomic():
+        loops = list(
+            RetryLoop.objects.select_for_update().filter(
+                session_id=session_id, state__in=RetryLoop.LIVE_STATES
+            )
+        )
+        for loop in loops:
+            loop_end(loop=loop, state=state)
+        notices_retire(session_id=session_id)
+    return loops
+
+
+def loops_overdue(*, now: datetime, grace_s: float = SWEEP_GRACE_S) -> list[RetryLoop]:
+    return list(
+        RetryLoop.objects.filter(
+            state=State.WAITING, next_attempt_at__lte=now - timedelta(seconds=grace_s)
+        )
+    )
+
+
+def attempt_number_next(*, generation: PromptGeneration) -> int:
+    """The 1-based number of the generation's next provider call record."""
+    return AttemptRecord.objects.filter(generation=generation).count() + 1
+
+
+def attempt_record_write(*, generation: PromptGeneration, record: CallRecord) -> None:
+    """One record per provider call, success or failure: a structured log line and an admin row
+    from the same values. No free text is recorded, so nothing here can carry a secret."""
+    emit_attempt(record)
+    AttemptRecord.objects.create(
+        session_id=generation.session_id,
+        generation=generation,
+        attempt=record.attempt,
+        target=record.target,
+        phase=record.phase or "",
+        kind=record.kind,
+        code=record.code,
+        rule_id=record.rule_id or "",
+        exposure=record.exposure,
+        decision=record.decision,
+        wait_s=record.wait_s,
+        ttft_ms=round(record.ttft_ms) if record.ttft_ms is not None else None,
+        bytes_received=record.bytes_received,
+        input_tokens=record.input_tokens or 0,
+        output_tokens=record.output_tokens or 0,
+    )
