@@ -1,1 +1,3 @@
-"""Mock provider server (Anthropic and OpenAI wire formats) for tests, benchmarks and `make run`."""
+"""Mock provider server (Anthropic Messages, OpenAI Chat Completions and Responses, Gemini API)
+and mock ACP agent, for tests, benchmarks and `make run`. How scenarios are chosen and counted:
+recovery.mock.server."""
