@@ -76,7 +76,7 @@ def _target_out(target: ProviderTarget) -> dict:
         "base_url": target.base_url,
         "model": target.model,
         "api_key_env": target.api_key_env,
-        "command": target.command,
+        "agent_kind": target.agent_kind,
         "fallbacks": selectors.target_fallback_ids(target=target),
     }
 

@@ -9,6 +9,7 @@ from ninja import Schema
 from pydantic import Field
 
 TargetKind = Literal["anthropic", "openai", "acp", "mock"]
+AgentKind = Literal["", "mock", "claude", "codex", "gemini"]
 
 
 class TargetIn(Schema):
@@ -17,7 +18,7 @@ class TargetIn(Schema):
     base_url: str = Field(default="", max_length=500)
     model: str = Field(default="", max_length=200)
     api_key_env: str = Field(default="", max_length=100, description="Name of the env variable")
-    command: str = Field(default="", max_length=1000)
+    agent_kind: AgentKind = Field(default="", description="ACP only: the registry's agent")
     fallbacks: list[int] = Field(default_factory=list, max_length=20)
 
 
@@ -28,7 +29,7 @@ class TargetOut(Schema):
     base_url: str
     model: str
     api_key_env: str
-    command: str
+    agent_kind: str
     fallbacks: list[int]
 
 

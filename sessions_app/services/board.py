@@ -27,7 +27,7 @@ def target_create(
     base_url: str = "",
     model: str = "",
     api_key_env: str = "",
-    command: str = "",
+    agent_kind: str = "",
     fallbacks: Sequence[int] = (),
 ) -> ProviderTarget:
     """Create a provider target with its ordered fallbacks (ids of existing targets)."""
@@ -40,8 +40,11 @@ def target_create(
         raise InvalidInput("api_key_env", "must be the name of an environment variable, not a key")
     if kind in DIRECT_KINDS and not model:
         raise InvalidInput("model", "is required for direct provider targets")
-    if kind == ProviderTarget.Kind.ACP and not command.strip():
-        raise InvalidInput("command", "is required for ACP targets")
+    if kind == ProviderTarget.Kind.ACP and agent_kind not in ProviderTarget.AgentKind.values:
+        kinds = ", ".join(ProviderTarget.AgentKind.values)
+        raise InvalidInput("agent_kind", f"ACP targets name an agent kind: one of {kinds}")
+    if kind != ProviderTarget.Kind.ACP and agent_kind:
+        raise InvalidInput("agent_kind", "is for ACP targets only")
     fallback_ids = list(fallbacks)
     if len(set(fallback_ids)) != len(fallback_ids):
         raise InvalidInput("fallbacks", "must not name a target twice")
@@ -58,7 +61,7 @@ def target_create(
             base_url=base_url,
             model=model,
             api_key_env=api_key_env,
-            command=command,
+            agent_kind=agent_kind,
         )
         TargetFallback.objects.bulk_create(
             TargetFallback(target=target, fallback_id=fallback_id, position=position)

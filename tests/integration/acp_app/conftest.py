@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-import shlex
-import sys
 
 import pytest
 import redis
@@ -19,8 +17,6 @@ from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, SessionEvent
 from sessions_app.services import prompt_submit, session_create
-
-MOCK_AGENT_COMMAND = shlex.join([sys.executable, "-m", "recovery.mock.acp_agent"])
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +54,7 @@ def owner(db):
 @pytest.fixture
 def acp_target(db):
     return ProviderTarget.objects.create(
-        name="Mock agent", kind=ProviderTarget.Kind.ACP, command=MOCK_AGENT_COMMAND
+        name="Mock agent", kind=ProviderTarget.Kind.ACP, agent_kind=ProviderTarget.AgentKind.MOCK
     )
 
 
