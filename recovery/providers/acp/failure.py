@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from recovery.classify import classify
@@ -14,6 +14,7 @@ from recovery.providers.acp.events import Correlation
 from recovery.providers.acp.evidence import AttemptEvidence
 from recovery.providers.acp.metadata import PromptErrorMetadata, metadata_project
 from recovery.providers.acp.replay import ReplayDisposition, TerminalFacts, replay_disposition
+from recovery.providers.acp.structured import StructuredFailure, codex_failure, gemini_failure
 from recovery.redact import redact_diagnostic
 from recovery.taxonomy import (
     EXCERPT_LIMIT_BYTES,
@@ -82,19 +83,25 @@ def failure_build(
     metadata = metadata_project(
         code=terminal.jsonrpc_code, data=terminal.data, provider_id=provider_id, model_id=model_id
     )
-    if terminal.source is Source.ACP_PROMPT:
+    structured = _structured(terminal, metadata=metadata, message=message)
+    if structured.excerpt is not None:
+        excerpt = structured.excerpt
+    elif terminal.source is Source.ACP_PROMPT:
         # The classifier reads a JSON-RPC error by its message; data is deliberately absent.
         excerpt = json.dumps(
             {"code": metadata.jsonrpc_code, "message": message}, ensure_ascii=False
         )
     else:
         excerpt = message
+    provider_code = str(metadata.jsonrpc_code) if metadata.jsonrpc_code is not None else None
     bare = Evidence(
         source=terminal.source,
         excerpt=excerpt,
         phase=terminal.phase,
         kind=terminal.kind,
-        provider_code=str(metadata.jsonrpc_code) if metadata.jsonrpc_code is not None else None,
+        status=structured.status,
+        retry_after_ms=structured.retry_after_ms,
+        provider_code=structured.kind or provider_code,
         provider_id=metadata.provider_id,
         model_id=metadata.model_id,
         generation=correlation.generation,
@@ -121,6 +128,19 @@ def failure_build(
     )
 
 
+def _structured(
+    terminal: TerminalError, *, metadata: PromptErrorMetadata, message: str
+) -> StructuredFailure:
+    # Only a prompt's own JSON-RPC error carries these; a chunk or an exit never does.
+    if terminal.source is not Source.ACP_PROMPT:
+        return StructuredFailure()
+    return (
+        codex_failure(terminal.data)
+        or gemini_failure(code=metadata.jsonrpc_code, message=message)
+        or StructuredFailure()
+    )
+
+
 def _with_exposure(
     evidence: Evidence,
     *,
@@ -138,19 +158,8 @@ def _with_exposure(
         exposure = Exposure.CONTENT
     else:
         exposure = Exposure.NONE
-    return Evidence(
-        source=evidence.source,
-        excerpt=evidence.excerpt,
-        phase=evidence.phase,
-        kind=evidence.kind,
-        status=evidence.status,
-        provider_code=evidence.provider_code,
-        exposure=exposure,
-        terminal_seen=evidence.terminal_seen,
-        provider_id=evidence.provider_id,
-        model_id=evidence.model_id,
-        generation=evidence.generation,
-    )
+    # replace, not a field-by-field copy: a copy silently drops any field it forgets.
+    return replace(evidence, exposure=exposure)
 
 
 def _signature_only_in_data(terminal: TerminalError, found: Classification) -> bool:
