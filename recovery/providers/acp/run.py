@@ -52,6 +52,7 @@ from recovery.providers.acp.metadata import allowed_identity
 from recovery.providers.acp.permissions import PermissionPolicy, permission_choose
 from recovery.providers.acp.process import agent_process
 from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
+from recovery.providers.acp.structured import model_call_unfinished
 from recovery.redact import redact_credentials
 from recovery.taxonomy import Kind, Phase, Source
 
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 
 CLIENT_INFO = Implementation(name="kandev-web", version="1")
 _EXIT_WAIT_S = 5.0
+UNFINISHED_TURN = "the agent ended its turn, but no model call of it finished"
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +235,16 @@ class AcpPromptRun:
         held = self._shaper.take_held()
         if held is not None:
             return self._fail(TerminalError(source=Source.ACP_CHUNK, message=held))
+        if str(response.stop_reason) == "end_turn" and model_call_unfinished(response.field_meta):
+            # Not an answer: whatever was shown stays, marked as a turn that did not finish.
+            return self._fail(
+                TerminalError(
+                    source=Source.ACP_PROMPT,
+                    message=UNFINISHED_TURN,
+                    kind=Kind.TRUNCATED,
+                    phase=Phase.STREAM,
+                )
+            )
         self._emit(PromptEnd(stop_reason=str(response.stop_reason)))
         return PromptCompleted(
             stop_reason=str(response.stop_reason),

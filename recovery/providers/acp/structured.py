@@ -15,7 +15,9 @@ Two agents say what failed in a structured way the catalogue can key on, each in
   floor) or the raw Google error body for one it does not
   (``{"error":{"code":529,"message":"...","status":"UNAVAILABLE"}}``, taken when it names the same
   code). A cut response body is code 500 with the one word ``terminated``: that 500 is Gemini's
-  default, not the provider's answer, so no status is taken from it.
+  default, not the provider's answer, so no status is taken from it. A turn it ends with
+  ``end_turn`` although no model call finished is told by its result's usage record
+  (``model_call_unfinished``).
 """
 
 from __future__ import annotations
@@ -144,3 +146,17 @@ def _loads(text: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
+
+
+def model_call_unfinished(meta: Any) -> bool:
+    """Whether a prompt that ended with ``end_turn`` says no model call of it finished.
+
+    Gemini CLI ends a turn whose stream carried an error event (or was cut) with ``end_turn``, as
+    if it had answered. Its result's ``_meta.quota.model_usage`` lists the usage of every model
+    call that finished; a turn that asked the model and got no finished call has an empty list.
+    Only that exact shape counts: no ``_meta``, no ``quota`` or a non-list is no evidence.
+    """
+    if not isinstance(meta, dict):
+        return False
+    quota = meta.get("quota")
+    return isinstance(quota, dict) and quota.get("model_usage") == []

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from recovery.providers.acp import Correlation, TerminalError, evidence_start, failure_build
-from recovery.providers.acp.structured import codex_failure, gemini_failure
+from recovery.providers.acp.structured import codex_failure, gemini_failure, model_call_unfinished
 from recovery.taxonomy import Source
 
 CORRELATION = Correlation(session_id="s", execution_id="e", generation=1)
@@ -185,3 +185,22 @@ def test_claude_code_failures_classify_by_their_message(message, expected):
 
     assert failure.classification.code == expected
     assert failure.replay.retry_allowed
+
+
+def test_a_gemini_turn_ended_without_a_finished_model_call_is_no_answer():
+    # gemini-cli 0.61: the result of a turn whose stream carried an error event after some text.
+    unfinished = {"quota": {"token_count": {"input_tokens": 0, "output_tokens": 0}, "model_usage": []}}
+    answered = {
+        "quota": {
+            "token_count": {"input_tokens": 3517, "output_tokens": 9},
+            "model_usage": [{"model": "gemini-2.5-pro", "token_count": {"output_tokens": 9}}],
+        }
+    }
+
+    assert model_call_unfinished(unfinished)
+    assert not model_call_unfinished(answered)
+
+
+@pytest.mark.parametrize("meta", [None, {}, {"quota": None}, {"quota": {}}, {"other": []}])
+def test_a_result_without_gemini_usage_record_is_no_evidence_of_an_unfinished_turn(meta):
+    assert not model_call_unfinished(meta)
