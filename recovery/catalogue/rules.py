@@ -477,14 +477,36 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
-        id="acp.claude.api_error_body.v1",
+        id="acp.claude.api_error_body.overloaded.v1",
         code=Code.PROVIDER_OVERLOADED,
         tier=E,
-        line=_line(_CLAUDE + r"\{\"type\":\"error\",\"error\":\{\"type\":\"overloaded_error\""),
+        line=_line(_CLAUDE + r'\{\"type\":\"error\",\"error\":\{\"type\":\"overloaded_error\"'),
         needles=("api error:",),
         why_narrow=(
-            "Claude Code relaying an in-stream overload event (no status before the body); the "
-            "error type must follow the prefix directly."
+            "Claude Code relaying an in-stream overload event (no status before the body); the error "
+            "type must follow the prefix directly."
+        ),
+    ),
+    Rule(
+        id="acp.claude.api_error_body.api_error.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=E,
+        line=_line(_CLAUDE + r'\{\"type\":\"error\",\"error\":\{\"type\":\"api_error\"'),
+        needles=("api error:",),
+        why_narrow=(
+            "Claude Code relaying an in-stream server error event (no status before the body); the error "
+            "type must follow the prefix directly."
+        ),
+    ),
+    Rule(
+        id="acp.claude.api_error_body.rate_limit.v1",
+        code=Code.RATE_LIMITED,
+        tier=E,
+        line=_line(_CLAUDE + r'\{\"type\":\"error\",\"error\":\{\"type\":\"rate_limit_error\"'),
+        needles=("api error:",),
+        why_narrow=(
+            "Claude Code relaying an in-stream rate-limit event (no status before the body); the error "
+            "type must follow the prefix directly."
         ),
     ),
     # ---- broad: a provider token anywhere on a line, or the adapter's coarse judgement -----
