@@ -52,7 +52,6 @@ CASES = {
 }
 # What each agent makes of some cases, where it differs from the plain expectation above.
 AGENT_CASE_CODES = {
-    ("codex", "overloaded"): "provider_unavailable",  # the Responses wire overloads with a 503
     ("claude", "after-text"): "provider_overloaded",
     ("codex", "after-text"): "provider_overloaded",
     ("gemini", "after-text"): "truncated_stream",  # end_turn with no finished model call

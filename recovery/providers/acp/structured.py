@@ -48,6 +48,14 @@ CODEX_ERROR_KINDS = frozenset(
 )
 # For "other" only: Codex's own message prefixes, each to a token (the status is its digits).
 _CODEX_OTHER_PREFIXES = (
+    # OpenAI's own sentence for an overload, as Codex quotes it after the status.
+    (
+        re.compile(
+            r"unexpected status (?P<status>503|529)\b[^:]{0,40}: "
+            r"The server is overloaded or not ready yet\."
+        ),
+        "server_overloaded",
+    ),
     (re.compile(r"unexpected status (?P<status>[1-5][0-9]{2})\b"), "unexpected_status"),
     (re.compile(r"stream disconnected before completion: "), "stream_disconnected"),
     (re.compile(r"exceeded retry limit, last status: (?P<status>[1-5][0-9]{2})\b"), "retry_limit"),

@@ -51,6 +51,14 @@ CODEX = [
     ),
     (
         codex_data(
+            "unexpected status 503 Service Unavailable: The server is overloaded or not ready "
+            f"yet., url: http://127.0.0.1:9/{SENTINEL}/v1/responses",
+            "other",
+        ),
+        "provider_overloaded",
+    ),
+    (
+        codex_data(
             f"exceeded retry limit, last status: 429 Too Many Requests {SENTINEL}",
             {"response_too_many_failed_attempts": {"http_status_code": 429}},
         ),
