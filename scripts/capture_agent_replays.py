@@ -57,6 +57,8 @@ AGENT_CASE_CODES = {
     ("gemini", "after-text"): "truncated_stream",  # end_turn with no finished model call
 }
 _URL = re.compile(r"https?://[^\s\"',)]+")
+# Host paths an agent mentions (its slash commands' help says "~/Desktop"; tools name files).
+_HOST_PATH = re.compile(r"(?<![\w.:/~])(?:~|/(?:home|Users|root|var|etc|tmp|opt|srv|mnt|usr))/[\w.@+\-/]*")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
@@ -65,6 +67,7 @@ def _sanitise(value, *, replacements: dict[str, str]):
         for raw, placeholder in replacements.items():
             value = value.replace(raw, placeholder)
         value = _URL.sub("<url>", value)
+        value = _HOST_PATH.sub("<path>", value)
         return _UUID.sub("<uuid>", value)
     if isinstance(value, dict):
         return {key: _sanitise(item, replacements=replacements) for key, item in value.items()}
@@ -185,7 +188,9 @@ def main() -> int:
                 target = RECORDED_DIR / f"{kind}-{case}.json"
                 if problems:
                     failed += 1
-                    print(f"REFUSED {target.name}: {'; '.join(problems)}")
+                    refused = Path(scratch).parent / f"refused-{target.name}"
+                    refused.write_text(json.dumps(fixture, indent=2, ensure_ascii=False))
+                    print(f"REFUSED {target.name}: {'; '.join(problems)} (see {refused})")
                     continue
                 target.write_text(json.dumps(fixture, indent=2, ensure_ascii=False) + "\n")
                 print(f"wrote {target.relative_to(ROOT)}: {' '.join(fixture['expect']['events'])}")
