@@ -272,7 +272,7 @@ _AGENT_PATH_DIRS = (str(Path(KANDEV_AGENT_NODE).parent), "/usr/local/bin", "/usr
 KANDEV_AGENT_PATH = env_str("KANDEV_AGENT_PATH", os.pathsep.join(dict.fromkeys(_AGENT_PATH_DIRS)))
 # How long an agent gets to exit after its prompt ends (stdin closed) before its whole process
 # group is killed; stop, cancel and timeouts kill at once after the cancel grace.
-KANDEV_AGENT_EXIT_GRACE_S = env_float("KANDEV_AGENT_EXIT_GRACE_S", 0.5)
+KANDEV_AGENT_EXIT_GRACE_S = env_float("KANDEV_AGENT_EXIT_GRACE_S", 0.2)
 if KANDEV_AGENT_EXIT_GRACE_S < 0:
     raise ImproperlyConfigured(
         f"KANDEV_AGENT_EXIT_GRACE_S must not be negative, got {KANDEV_AGENT_EXIT_GRACE_S}"

@@ -80,7 +80,7 @@ class AcpPromptSpec:
     context: str | None = None
     # After the prompt ends, how long the agent may take to exit on its own before its whole
     # process group is ended. Its session state is of no use to us: every attempt is a new one.
-    exit_grace_s: float = 0.5
+    exit_grace_s: float = 0.2
 
 
 def _prompt_blocks(spec: AcpPromptSpec) -> list[Any]:
