@@ -10,7 +10,9 @@ import time
 import pytest
 from django.db import connection
 
+from recovery.providers.acp import AcpPromptSpec, AgentText, Correlation, acp_prompt_iter
 from sessions_app.agent.runner import generation_retry, generation_run
+from sessions_app.agent.targets import acp_config_for
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import PromptGeneration
 from sessions_app.selectors import session_snapshot
@@ -18,6 +20,7 @@ from sessions_app.services import prompt_submit, session_stop
 from sessions_app.services.recovery import retry_cancel, session_recover
 from tests.agents.conftest import (
     MAX_RETRIES,
+    agent_chat,
     agent_tree,
     assistant_rows,
     events,
@@ -235,3 +238,38 @@ def test_cancel_during_a_retry_attempt_ends_the_agents_whole_process_tree(chat, 
     assert generation.error_code == "cancelled"
     assert still_running(tree) == []
     assert session_snapshot(session=chat.session)["notice"] is None
+
+
+@pytest.mark.parametrize("own_retries", [False, True], ids=["retries-off", "codex-defaults"])
+def test_codex_repeats_partial_text_only_when_its_own_stream_retries_are_on(
+    own_retries, owner, mock_url, tmp_path
+):
+    # The launcher's settings are what keeps Codex from replaying text: with its defaults (the
+    # two retry lines left out) the same cut stream puts the partial answer on screen again on
+    # each of its own stream retries, with no boundary frame we could act on.
+    chat = agent_chat("codex", owner=owner, mock_url=mock_url)
+    config = acp_config_for(chat.session.target, session_id=chat.session.pk)
+    config_toml = tmp_path / "work" / f"home-{chat.session.pk}" / ".codex" / "config.toml"
+    if own_retries:
+        kept = [line for line in config_toml.read_text().splitlines() if "max_retries" not in line]
+        config_toml.write_text("\n".join(kept) + "\n")
+    spec = AcpPromptSpec(
+        command=config.command,
+        cwd=config.cwd,
+        prompt="[[mock:cut:99]] say hello",
+        correlation=Correlation(session_id="s", execution_id="e", generation=1),
+        env=config.env,
+        prompt_timeout_s=180,
+    )
+
+    shown = "".join(
+        item.text for item in acp_prompt_iter(spec) if isinstance(item, AgentText)
+    )
+
+    partial = PARTIAL.format("say hello")
+    if own_retries:
+        assert shown.count(partial) > 1
+        assert len(chat.requests()) > 1
+    else:
+        assert shown == partial
+        assert len(chat.requests()) == 1
