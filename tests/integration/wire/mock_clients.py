@@ -97,10 +97,15 @@ def gemini_client(mock: MockProvider, *, base_url: str | None = None) -> genai.C
 
 
 def run_anthropic(
-    mock: MockProvider, text: str, *, stream: bool = True, conversation: str | None = None
+    mock: MockProvider,
+    text: str,
+    *,
+    stream: bool = True,
+    conversation: str | None = None,
+    base_url: str | None = None,
 ) -> Run:
     run = Run()
-    client = anthropic_client(mock)
+    client = anthropic_client(mock, base_url=base_url)
     request = {
         "model": "mock-1",
         "max_tokens": 64,
@@ -126,7 +131,12 @@ def run_anthropic(
 
 
 def run_openai_chat(
-    mock: MockProvider, text: str, *, stream: bool = True, conversation: str | None = None
+    mock: MockProvider,
+    text: str,
+    *,
+    stream: bool = True,
+    conversation: str | None = None,
+    base_url: str | None = None,
 ) -> Run:
     run = Run()
     request = {
@@ -136,13 +146,13 @@ def run_openai_chat(
     }
     try:
         if not stream:
-            completion = openai_client(mock).chat.completions.create(**request)
+            completion = openai_client(mock, base_url=base_url).chat.completions.create(**request)
             choice = completion.choices[0]
             run.chunks = [choice.message.content or ""]
             run.kinds = [choice.finish_reason or ""]
             run.finished = choice.finish_reason is not None
             return run
-        chunks = openai_client(mock).chat.completions.create(
+        chunks = openai_client(mock, base_url=base_url).chat.completions.create(
             **request, stream=True, stream_options={"include_usage": True}
         )
         for chunk in chunks:
@@ -162,18 +172,23 @@ def run_openai_chat(
 
 
 def run_openai_responses(
-    mock: MockProvider, text: str, *, stream: bool = True, conversation: str | None = None
+    mock: MockProvider,
+    text: str,
+    *,
+    stream: bool = True,
+    conversation: str | None = None,
+    base_url: str | None = None,
 ) -> Run:
     run = Run()
     request = {"model": "gpt-5.4", "input": text, "extra_headers": _headers(conversation)}
     try:
         if not stream:
-            response = openai_client(mock).responses.create(**request)
+            response = openai_client(mock, base_url=base_url).responses.create(**request)
             run.chunks = [response.output_text]
             run.kinds = [item.type for item in response.output]
             run.finished = response.status == "completed"
             return run
-        for event in openai_client(mock).responses.create(**request, stream=True):
+        for event in openai_client(mock, base_url=base_url).responses.create(**request, stream=True):
             run.kinds.append(event.type)
             if event.type == "response.output_text.delta":
                 run.chunk(event.delta)
@@ -187,13 +202,18 @@ def run_openai_responses(
 
 
 def run_gemini(
-    mock: MockProvider, text: str, *, stream: bool = True, conversation: str | None = None
+    mock: MockProvider,
+    text: str,
+    *,
+    stream: bool = True,
+    conversation: str | None = None,
+    base_url: str | None = None,
 ) -> Run:
     run = Run()
     config = genai_types.GenerateContentConfig(
         http_options=genai_types.HttpOptions(headers=_headers(conversation))
     )
-    models = gemini_client(mock).models
+    models = gemini_client(mock, base_url=base_url).models
     try:
         if not stream:
             response = models.generate_content(model=GEMINI_MODEL, contents=text, config=config)
@@ -229,6 +249,7 @@ RUNNERS: dict[str, Callable[..., Run]] = {
 
 
 def run(wire: str, mock: MockProvider, text: str, **options) -> Run:
+    """``options``: stream (default True), conversation (sent as the header), base_url."""
     return RUNNERS[wire](mock, text, **options)
 
 
