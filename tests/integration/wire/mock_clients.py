@@ -188,7 +188,9 @@ def run_openai_responses(
             run.kinds = [item.type for item in response.output]
             run.finished = response.status == "completed"
             return run
-        for event in openai_client(mock, base_url=base_url).responses.create(**request, stream=True):
+        for event in openai_client(mock, base_url=base_url).responses.create(
+            **request, stream=True
+        ):
             run.kinds.append(event.type)
             if event.type == "response.output_text.delta":
                 run.chunk(event.delta)
