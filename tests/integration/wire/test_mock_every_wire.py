@@ -193,9 +193,12 @@ def test_a_long_answer_streams_every_word(mock_provider: MockProvider, wire: str
 def test_a_slow_stream_spaces_its_pieces(mock_provider: MockProvider, wire: str) -> None:
     seen = run(wire, mock_provider, f"[[mock:slow-stream:40]] {PROMPT}")
 
-    gaps = [b - a for a, b in zip(seen.arrivals, seen.arrivals[1:], strict=False)]
+    # The server pauses 40 ms before each piece, so the last cannot arrive sooner than that
+    # many pauses; a busy client may read two pieces close together, but not most of them.
+    gaps = sorted(b - a for a, b in zip(seen.arrivals, seen.arrivals[1:], strict=False))
     assert seen.finished and seen.text == ANSWER
-    assert gaps and min(gaps) >= 0.035
+    assert seen.arrivals[-1] >= 0.04 * len(seen.chunks)
+    assert gaps[len(gaps) // 2] >= 0.02
 
 
 @pytest.mark.parametrize("wire", WIRES)
@@ -225,7 +228,8 @@ def test_a_stall_holds_the_answer_and_then_finishes_it(
         assert seen.text == ANSWER and seen.arrivals[0] >= 0.25
     else:  # two pieces of "thinking it over", then the stall, then the answer
         assert seen.text == "Thinking it over... " + ANSWER
-        assert seen.arrivals[2] - seen.arrivals[1] >= 0.25
+        assert seen.arrivals[2] >= 0.25  # sent only after the stall
+        assert seen.arrivals[2] - seen.arrivals[1] >= 0.1  # the text came before it
 
 
 # What keeps a stalled stream's connection busy, as each provider really does it.
