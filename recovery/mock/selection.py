@@ -16,11 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from recovery.mock.marker import MARKER, marker_args, marker_find
 from recovery.mock.scenarios import SCENARIOS
 
-_MARKER = re.compile(r"\[\[\s*mock[:\s]\s*(?P<name>[a-z][a-z-]*)(?P<args>(?::[^\s:\]]+)*)\s*\]\]")
-# The marker with the blanks around it, so taking it out leaves one space, not two.
-_MARKER_SPACED = re.compile(r"[ \t]*" + _MARKER.pattern + r"[ \t]*")
 _LEADING = re.compile(
     r"^\s*/(?P<name>[a-z][a-z-]*)(?P<args>(?::[^\s:]+)*)\s*(?P<rest>.*)$", re.DOTALL
 )
@@ -43,29 +41,24 @@ class Selection:
         return ":".join((self.name, *self.args))
 
 
-def _args(raw: str) -> tuple[str, ...]:
-    return tuple(a for a in raw.split(":") if a)
-
-
 def selection_from_text(text: str) -> Selection:
     """The first marker anywhere in the text, else a leading command, else the plain answer."""
-    marker = _MARKER.search(text)
+    marker = marker_find(text)
     if marker is not None:
-        if marker["name"] not in SCENARIOS:
-            raise UnknownScenario(marker["name"])
-        prompt = _MARKER_SPACED.sub(" ", text).strip()
-        return Selection(marker["name"], _args(marker["args"]), prompt)
+        if marker.name not in SCENARIOS:
+            raise UnknownScenario(marker.name)
+        return Selection(marker.name, marker.args, marker.rest)
     leading = _LEADING.match(text)
     if leading is None or leading["name"] not in SCENARIOS:
         return Selection("plain", (), text.strip())
-    return Selection(leading["name"], _args(leading["args"]), leading["rest"].strip())
+    return Selection(leading["name"], marker_args(leading["args"]), leading["rest"].strip())
 
 
 def selection_from_script(spec: str, *, text: str) -> Selection:
     """A control script's scenario (`overloaded:2`, `/overloaded:2` or the marker), applied to
     the request's latest text (whose own marker, if any, is taken out of the prompt)."""
     spec = spec.strip().split(maxsplit=1)[0] if spec.strip() else ""
-    marker = _MARKER.fullmatch(spec)
+    marker = MARKER.fullmatch(spec)
     if marker is not None:
         name, raw_args = marker["name"], marker["args"]
     else:
@@ -77,4 +70,4 @@ def selection_from_script(spec: str, *, text: str) -> Selection:
         prompt = selection_from_text(text).prompt
     except UnknownScenario:
         prompt = text.strip()
-    return Selection(name, _args(raw_args), prompt)
+    return Selection(name, marker_args(raw_args), prompt)
