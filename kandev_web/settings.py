@@ -288,6 +288,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # The ACP SDK logs on the root logger itself; see the filter's docstring for what it drops.
+    "filters": {"acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"}},
+    "root": {
+        "handlers": ["console"],
+        "level": env_str("LOG_LEVEL", "INFO"),
+        "filters": ["acp_sdk_noise"],
+    },
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }

@@ -5,10 +5,13 @@ and Codex's raw JSON-RPC ``data`` text never leaving the adapter."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import pytest
+from pydantic import BaseModel
 
 from recovery.providers.acp import Correlation, TerminalError, evidence_start, failure_build
+from recovery.providers.acp.sdk_logs import DropUnparsedUpdates
 from recovery.providers.acp.structured import codex_failure, gemini_failure, model_call_unfinished
 from recovery.taxonomy import Source
 
@@ -212,3 +215,23 @@ def test_a_gemini_turn_ended_without_a_finished_model_call_is_no_answer():
 @pytest.mark.parametrize("meta", [None, {}, {"quota": None}, {"quota": {}}, {"other": []}])
 def test_a_result_without_gemini_usage_record_is_no_evidence_of_an_unfinished_turn(meta):
     assert not model_call_unfinished(meta)
+
+
+def test_only_the_sdks_traceback_for_an_update_it_could_not_parse_is_dropped():
+    class Used(BaseModel):
+        used: int
+
+    try:
+        Used.model_validate({"used": None})
+    except Exception as error:  # noqa: BLE001 -- the SDK's own exception, as it logs it
+        invalid = error
+    drop = DropUnparsedUpdates()
+
+    def record(msg, args, error):
+        return logging.LogRecord("root", logging.ERROR, "", 0, msg, args, (type(error), error, None))
+
+    notification = "Unhandled error while handling notification method=%s"
+    assert not drop.filter(record(notification, ("session/update",), invalid))
+    assert drop.filter(record(notification, ("session/update",), RuntimeError("real")))
+    assert drop.filter(record(notification, ("session/request_permission",), invalid))
+    assert drop.filter(record("Connection main loop failed", (), invalid))
