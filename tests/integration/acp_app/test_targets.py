@@ -5,18 +5,26 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
+import threading
+import time
 import tomllib
 
 import pytest
+from celery.signals import worker_process_shutdown
 from django.core.management import call_command
+from django.db import connection
 
+import sessions_app.tasks  # noqa: F401 -- connects the worker's shutdown handlers, as Celery does
 from kandev_web.settings import acp_inherited_env
+from recovery.providers.acp.process import agent_processes_live
 from sessions_app.agent.registry import AGENTS
+from sessions_app.agent.runner import generation_run
 from sessions_app.agent.targets import MOCK_PLACEHOLDER_KEY, TargetUnusable, acp_config_for
 from sessions_app.errors import InvalidInput
 from sessions_app.models import Message, ProviderTarget
-from sessions_app.services import session_create, target_create
+from sessions_app.services import prompt_submit, session_create, target_create
 from tests.integration.acp_app.conftest import event_kinds, run_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -217,3 +225,29 @@ def test_the_demo_seeds_one_target_per_agent_kind_on_the_mock_provider(settings)
     assert seeded["claude"].base_url == seeded["gemini"].base_url == mock
     assert seeded["codex"].base_url == f"{mock}/v1"
     assert all(t.api_key_env == "" for t in seeded.values())
+
+
+def test_a_worker_process_shutting_down_ends_the_agent_it_is_running(chat, owner, clock):
+    generation = prompt_submit(session=chat, user=owner, text="/slow:2000 one two three four")
+
+    def work() -> None:
+        try:
+            generation_run(generation_id=generation.pk, clock=clock)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 60
+    while not Message.objects.filter(session=chat, role="assistant").exists():
+        assert time.monotonic() < deadline, "the agent never answered"
+        time.sleep(0.05)
+    assert len(agent_processes_live()) == 1
+
+    worker_process_shutdown.send(sender=None, pid=os.getpid(), exitcode=0)
+    worker.join(30)
+
+    generation.refresh_from_db()
+    assert not worker.is_alive()
+    assert agent_processes_live() == frozenset()
+    assert generation.state == "failed"  # the agent died mid-answer: handed back, never a success
