@@ -1,8 +1,10 @@
 """A real ACP agent process for tests and demos: `python -m recovery.mock.acp_agent`.
 
-Built on the SDK's agent side over stdio. Its behaviour is chosen by the prompt's leading
-command (see ``acp_scenarios``). Failing scenarios count prompts in a state file
-(``KANDEV_MOCK_ACP_STATE``), so "fail the first N" holds across relaunches of the agent; with
+Built on the SDK's agent side over stdio. Its behaviour is chosen by the prompt's marker or
+leading command (see ``acp_scenarios``). Failing scenarios count prompts per working directory
+(our worker gives each session its own) and prompt text in a state file
+(``KANDEV_MOCK_ACP_STATE``), so "fail the first N" holds across relaunches of the agent and
+starts over once it has played; with
 ``KANDEV_MOCK_ACP_RECORD`` set, every prompt received is appended to that file as a JSON line
 (its final block: the person's prompt, without the leading context block).
 """
@@ -41,7 +43,7 @@ from acp.schema import (
 
 from recovery.mock import acp_scenarios as texts
 from recovery.mock.acp_scenarios import Command, command_parse
-from recovery.mock.acp_state import counter_next
+from recovery.mock.acp_state import counter_forget, counter_next
 
 RECORD_ENV = "KANDEV_MOCK_ACP_RECORD"
 _FAILING = frozenset(
@@ -65,6 +67,7 @@ class MockAcpAgent:
         self._conn: Any = None
         self._sessions = 0
         self._cancelled: dict[str, asyncio.Event] = {}
+        self._cwd: dict[str, str] = {}
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -79,6 +82,7 @@ class MockAcpAgent:
         self._sessions += 1
         session_id = f"mock-session-{os.getpid()}-{self._sessions}"
         self._cancelled[session_id] = asyncio.Event()
+        self._cwd[session_id] = cwd
         options = None
         if self._model:
             options = [
@@ -106,7 +110,9 @@ class MockAcpAgent:
         _record(text)
         command = command_parse(text)
         self._cancelled.setdefault(session_id, asyncio.Event()).clear()
-        if command.name in _FAILING and self._should_fail(command, text):
+        if command.name in _FAILING and self._should_fail(
+            command, f"{self._cwd.get(session_id)}\n{text}"
+        ):
             await self._fail(session_id, command)
         if command.name == "recall":
             await self._say(session_id, texts.recall_answer(context))
@@ -115,9 +121,12 @@ class MockAcpAgent:
 
     # ---- scenarios ------------------------------------------------------------------------
 
-    def _should_fail(self, command: Command, text: str) -> bool:
-        seen = counter_next(key=text)
-        return command.count is None or seen < command.count
+    def _should_fail(self, command: Command, key: str) -> bool:
+        seen = counter_next(key=key)
+        if command.count is None or seen < command.count:
+            return True
+        counter_forget(key=key)
+        return False
 
     async def _fail(self, session_id: str, command: Command) -> None:
         name = command.name

@@ -1,5 +1,7 @@
-"""What the mock ACP agent says: the leading command of a prompt, and the production texts.
+"""What the mock ACP agent says: the scenario a prompt names, and the production texts.
 
+A prompt names its scenario with the marker `[[mock:overloaded:2]]` anywhere in it (the spelling
+the mock provider takes too, see recovery.mock.marker) or with a leading `/overloaded:2`.
 Commands (the rest of the prompt is the question):
   /overloaded[:N]      Claude's 529 JSON-RPC error for the first N prompts (every prompt without N)
   /transport-lost[:N]  the SDK's peer-disconnect error, signature only in JSON-RPC data
@@ -25,6 +27,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from recovery.mock.marker import marker_find
 
 # The mock's explicit "response attempt abandoned" marker in a session_info_update's _meta. The
 # adapter keeps its own copy (recovery.providers.acp.convert), so this process never imports the
@@ -102,6 +106,11 @@ class Command:
 
 
 def command_parse(text: str) -> Command:
+    marker = marker_find(text)
+    if marker is not None:
+        return Command(
+            name=marker.name, arg=marker.args[0] if marker.args else None, rest=marker.rest
+        )
     found = _COMMAND.match(text)
     if found is None:
         return Command(name="", arg=None, rest=text.strip())

@@ -9,11 +9,13 @@ from recovery.mock.errors import anthropic_error
 from recovery.mock.steps import (
     Delay,
     Drop,
+    Emitted,
     Finish,
     HttpError,
     Malformed,
     Ping,
     Plan,
+    Reply,
     Start,
     StreamError,
     Text,
@@ -21,7 +23,6 @@ from recovery.mock.steps import (
     Tool,
 )
 
-Emitted = bytes | Delay | Drop
 _SIGNATURE = "c2lnbmF0dXJlLW1vY2s="
 _MALFORMED = (
     b"event: content_block_delta\n"
@@ -89,16 +90,16 @@ def _tool_block(step: Tool, index: int) -> Iterator[Emitted]:
         yield _block_stop(index)
 
 
-def render_stream(
-    plan: Plan, *, model: str, input_tokens: int, message_id: str
-) -> Iterator[Emitted]:
+def render_stream(plan: Plan, reply: Reply) -> Iterator[Emitted]:
     index = 0
     output_tokens = 0
     pause = Delay(plan.delta_delay_ms) if plan.delta_delay_ms else None
     for step in plan.steps:
         match step:
             case Start():
-                yield _message_start(model=model, input_tokens=input_tokens, message_id=message_id)
+                yield _message_start(
+                    model=reply.model, input_tokens=reply.input_tokens, message_id=reply.message_id
+                )
             case Text():
                 yield from _text_block(step, index, pause)
                 index, output_tokens = index + 1, output_tokens + len(step.chunks)
@@ -126,7 +127,7 @@ def render_stream(
                 yield _event("message_stop", {"type": "message_stop"})
 
 
-def render_message(plan: Plan, *, model: str, input_tokens: int, message_id: str) -> dict:
+def render_message(plan: Plan, reply: Reply) -> dict:
     content: list[dict] = []
     stop_reason = None
     for step in plan.steps:
@@ -144,12 +145,12 @@ def render_message(plan: Plan, *, model: str, input_tokens: int, message_id: str
             case Finish(stop_reason=reason):
                 stop_reason = reason
     return {
-        "id": message_id,
+        "id": reply.message_id,
         "type": "message",
         "role": "assistant",
-        "model": model,
+        "model": reply.model,
         "content": content,
         "stop_reason": stop_reason,
         "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": max(1, len(content))},
+        "usage": {"input_tokens": reply.input_tokens, "output_tokens": max(1, len(content))},
     }

@@ -9,19 +9,19 @@ from recovery.mock.errors import openai_error
 from recovery.mock.steps import (
     Delay,
     Drop,
+    Emitted,
     Finish,
     HttpError,
     Malformed,
     Ping,
     Plan,
+    Reply,
     Start,
     StreamError,
     Text,
     Thinking,
     Tool,
 )
-
-Emitted = bytes | Delay | Drop
 
 FINISH_REASONS = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 
@@ -30,9 +30,9 @@ def _data(payload: dict) -> bytes:
     return f"data: {json.dumps(payload)}\n\n".encode()
 
 
-def render_stream(
-    plan: Plan, *, model: str, input_tokens: int, message_id: str, include_usage: bool
-) -> Iterator[Emitted]:
+def render_stream(plan: Plan, reply: Reply) -> Iterator[Emitted]:
+    model, message_id, input_tokens = reply.model, reply.message_id, reply.input_tokens
+
     def chunk(delta: dict, finish_reason: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
         return _data(
@@ -81,7 +81,7 @@ def render_stream(
                 yield b'data: {"id": "chatcmpl-mock", "choices": [{"delta": {"content": "Hel\n\n'
             case Finish(stop_reason=reason):
                 yield chunk({}, FINISH_REASONS.get(reason, reason))
-                if include_usage:
+                if reply.include_usage:
                     usage = {
                         "prompt_tokens": input_tokens,
                         "completion_tokens": output_tokens,
@@ -100,7 +100,8 @@ def render_stream(
                 yield b"data: [DONE]\n\n"
 
 
-def render_completion(plan: Plan, *, model: str, input_tokens: int, message_id: str) -> dict:
+def render_completion(plan: Plan, reply: Reply) -> dict:
+    model, message_id, input_tokens = reply.model, reply.message_id, reply.input_tokens
     text, reasoning, tool_calls, finish = "", "", [], None
     for step in plan.steps:
         match step:

@@ -1,16 +1,16 @@
-"""Scenarios: one small function per leading command in the last user message.
+"""Scenarios: one small function per scenario name (chosen as selection.py describes).
 
-`/overloaded:2 tell me a joke` fails the first two attempts of that conversation and then
+`[[mock:overloaded:2]] tell me a joke` fails the first two attempts of that conversation and then
 answers. Attempts are counted by the server per conversation and scenario, so retries of the
-same call share a counter; a scenario only sees the attempt number it was given.
+same call share a counter; a scenario only sees the attempt number it was given, and marks the
+plan that ends its script `final`, after which the conversation's counter starts over.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from recovery.mock.steps import (
     Delay,
@@ -29,10 +29,6 @@ from recovery.mock.steps import (
     Tool,
 )
 
-_COMMAND = re.compile(
-    r"^\s*/(?P<name>[a-z][a-z-]*)(?P<args>(?::[^\s:]+)*)\s*(?P<rest>.*)$", re.DOTALL
-)
-
 
 @dataclass(frozen=True, slots=True)
 class ScenarioRequest:
@@ -42,15 +38,6 @@ class ScenarioRequest:
     attempt: int  # 1-based count of requests seen for this conversation and scenario
     tool_result: str | None  # the latest tool result in history, when the call continues a tool
     model: str
-
-
-def parse_command(text: str) -> tuple[str, tuple[str, ...], str]:
-    """Split `/name:a:b rest` into its parts; text without a command is the plain scenario."""
-    match = _COMMAND.match(text)
-    if match is None or match["name"] not in SCENARIOS:
-        return "plain", (), text.strip()
-    args = tuple(a for a in match["args"].split(":") if a)
-    return match["name"], args, match["rest"].strip()
 
 
 def _chunks(text: str, words_per_chunk: int = 3) -> tuple[str, ...]:
@@ -92,8 +79,8 @@ def _int_arg(req: ScenarioRequest, index: int, default: int) -> int:
 
 
 def _failing(req: ScenarioRequest, failed: Plan) -> Plan:
-    """The failed plan for the first N attempts, then the ordinary answer."""
-    return failed if req.attempt <= _count(req) else _answer(req)
+    """The failed plan for the first N attempts, then the ordinary answer (the script's end)."""
+    return replace(failed, final=False) if req.attempt <= _count(req) else _answer(req)
 
 
 def _partial_text(req: ScenarioRequest) -> Text:
@@ -150,9 +137,10 @@ def _tool_call_from_prompt(prompt: str) -> tuple[str, dict]:
 def slow_first_byte(req: ScenarioRequest) -> Plan:
     """`/slow-first-byte:MS[:N]`: headers at once, first event after MS, on the first N attempts."""
     answer = _answer(req)
-    if req.attempt > _int_arg(req, 1, 1_000_000):
+    slow_attempts = _int_arg(req, 1, 0)  # 0: every attempt is slow
+    if slow_attempts and req.attempt > slow_attempts:
         return answer
-    return Plan((Delay(_count(req, 1000)), *answer.steps))
+    return Plan((Delay(_count(req, 1000)), *answer.steps), final=not slow_attempts)
 
 
 def slow_stream(req: ScenarioRequest) -> Plan:
@@ -271,7 +259,7 @@ def _tool_failing(req: ScenarioRequest, *, complete: bool) -> Plan:
         return Plan(
             (Start(), call if complete else Tool(call.id, call.name, args), Finish("tool_use"))
         )
-    return Plan((Start(), call, StreamError(_OVERLOAD)))
+    return Plan((Start(), call, StreamError(_OVERLOAD)), final=False)
 
 
 def tool_partial_fail(req: ScenarioRequest) -> Plan:

@@ -1,7 +1,8 @@
 """The provider-neutral script a scenario produces; each wire module renders it to bytes.
 
-Keeping scenarios wire-neutral means one `/overloaded-after-text:1` means the same thing on the
-Anthropic and the OpenAI wire, so characterization tests compare like with like.
+Keeping scenarios wire-neutral means one `overloaded-after-text:1` means the same thing on the
+Anthropic, OpenAI Chat, OpenAI Responses and Gemini wires, so characterization tests compare like
+with like.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ class Failure(enum.StrEnum):
     OPENROUTER = "openrouter"  # OpenRouter's gateway envelope
     LITELLM = "litellm"  # LiteLLM proxy's envelope
     ECHO_CREDENTIALS = "echo_credentials"  # a gateway quoting the request's credential back
+    BAD_REQUEST = "bad_request"  # the request itself is wrong (the mock's own validation)
+    NOT_FOUND = "not_found"  # no such method on this wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +31,7 @@ class Fail:
     status: int = 0  # 0: the wire's usual status for this failure
     retry_after_s: int | None = None
     echoed: str = ""  # for ECHO_CREDENTIALS: the credential header as received
+    message: str = ""  # for BAD_REQUEST and NOT_FOUND: what is wrong, in plain words
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +108,28 @@ Step = (
 )
 
 
+Emitted = bytes | Delay | Drop  # what a wire renderer yields: bytes to send, a pause, a cut
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     steps: tuple[Step, ...]
     delta_delay_ms: int = 0  # pause between content deltas (slow-stream)
+    # False while the script still has attempts to play (a failure before the scripted success);
+    # once a final plan is served, the conversation's counter for the scenario starts over.
+    final: bool = True
 
     @property
     def http_error(self) -> HttpError | None:
         first = self.steps[0] if self.steps else None
         return first if isinstance(first, HttpError) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What every wire needs to know to render a plan for one request."""
+
+    model: str
+    input_tokens: int
+    message_id: str
+    include_usage: bool = False  # OpenAI Chat: stream_options.include_usage

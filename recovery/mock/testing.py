@@ -9,16 +9,29 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import httpx2
 from aiohttp import web
 
 from recovery.clock import FakeClock
+from recovery.mock.conversations import CONVERSATION_HEADER
 from recovery.mock.server import build_app
+from recovery.mock.wires import OPENAI_CHAT, OPENAI_RESPONSES
 from recovery.providers import TargetConfig
 
 FAKE_ANTHROPIC_KEY = "sk-ant-test-000"
 FAKE_OPENAI_KEY = "sk-test-000"
+FAKE_GEMINI_KEY = "AIzaSy-test-000"
+__all__ = [
+    "CONVERSATION_HEADER",
+    "FAKE_ANTHROPIC_KEY",
+    "FAKE_GEMINI_KEY",
+    "FAKE_OPENAI_KEY",
+    "MockProvider",
+    "SplitClock",
+    "running_mock_server",
+]
 
 
 @contextmanager
@@ -81,19 +94,43 @@ class MockProvider:
             "anthropic", self.url, model, FAKE_ANTHROPIC_KEY, name or f"anthropic-{model}"
         )
 
-    def requests(self) -> list[dict]:
-        return httpx2.get(f"{self.url}/_mock/requests").json()["requests"]
+    def base_url(self, wire: str, *, conversation: str | None = None) -> str:
+        """The base URL an SDK (or an agent's config) takes for ``wire``; with ``conversation``,
+        every request through it belongs to that conversation (no header needed)."""
+        root = self.url
+        if conversation is not None:
+            root = f"{root}/conversations/{quote(conversation, safe='')}"
+        return f"{root}/v1" if wire in (OPENAI_CHAT, OPENAI_RESPONSES) else root
 
-    def count(self) -> int:
-        return len(self.requests())
+    def requests(self, *, wire: str | None = None, conversation: str | None = None) -> list[dict]:
+        """The request log, oldest first; narrowed to one wire and/or one conversation."""
+        query = {k: v for k, v in (("wire", wire), ("conversation", conversation)) if v}
+        return httpx2.get(f"{self.url}/_mock/requests", params=query).json()["requests"]
+
+    def model_calls(self, **narrowed: str) -> list[dict]:
+        """Requests that asked for an answer (a Gemini countTokens is not one)."""
+        return [r for r in self.requests(**narrowed) if r.get("operation") != "count_tokens"]
+
+    def count(self, **narrowed: str) -> int:
+        """Model calls seen, optionally for one wire and/or conversation."""
+        return len(self.model_calls(**narrowed))
+
+    def conversations(self) -> dict[str, dict]:
+        """Per conversation: its source, request count, wires, and attempts still counting."""
+        return httpx2.get(f"{self.url}/_mock/conversations").json()["conversations"]
 
     def reset(self) -> None:
         httpx2.post(f"{self.url}/_mock/reset").raise_for_status()
 
     def script(self, scenario: str, **match: str) -> None:
+        """Force ``scenario`` on requests matching ``conversation``, ``wire``, ``model``, ``path``."""
         httpx2.post(
             f"{self.url}/_mock/script", json={"scenario": scenario, **match}
         ).raise_for_status()
+
+    def scripts_clear(self, *, conversation: str | None = None) -> None:
+        params = {"conversation": conversation} if conversation else {}
+        httpx2.delete(f"{self.url}/_mock/script", params=params).raise_for_status()
 
     def incident_start(
         self, *, seconds: float, status: int = 529, retry_after: int | None = None

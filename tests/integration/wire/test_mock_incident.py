@@ -166,3 +166,16 @@ def test_it_refuses_an_incident_it_cannot_honour(mock, body):
 
     assert response.status_code == 400
     assert mock.incident()["active"] is False
+
+
+def test_an_incident_speaks_the_responses_wire_as_codex_reads_it(mock):
+    mock.incident_start(seconds=30, status=529)
+    client = openai.OpenAI(api_key=FAKE_OPENAI_KEY, base_url=f"{mock.url}/v1", max_retries=0)
+
+    with pytest.raises(openai.InternalServerError) as failed:
+        client.responses.create(model="gpt-5.4", input="hi", stream=True)
+
+    assert failed.value.status_code == 529
+    assert failed.value.body["message"] == "The server is overloaded or not ready yet."
+    (logged,) = mock.requests()
+    assert (logged["wire"], logged["incident"]) == ("openai-responses", 1)
