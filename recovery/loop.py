@@ -17,9 +17,8 @@ from recovery.budget import Budget, RetrySettings
 from recovery.classify import classify
 from recovery.clock import Clock
 from recovery.events import ModelCall, StreamEvent, TextDelta, TurnEnd, Usage
-from recovery.guard import CancelToken
+from recovery.guard import CancelToken, open_stream
 from recovery.policy import Action, Decision, decide
-from recovery.providers import open_stream
 from recovery.providers.base import StreamTimeouts, TargetConfig
 from recovery.taxonomy import Classification, Exposure, Kind, ProviderFailure
 from recovery.telemetry import attempt_record_build, emit_attempt

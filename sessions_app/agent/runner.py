@@ -132,7 +132,7 @@ def generation_retry(
 
 
 def _default_open_stream() -> StreamOpener:
-    from recovery.providers import open_stream
+    from recovery.guard import open_stream
 
     return open_stream
 

@@ -24,8 +24,8 @@ from recovery.events import (
     TurnEnd,
     Usage,
 )
+from recovery.guard import CancelToken, open_stream
 from recovery.mock.scenarios import answer_text
-from recovery.providers import CancelToken, open_stream
 from recovery.taxonomy import Code, Exposure, Kind, Phase, ProviderFailure, Source
 
 from .conftest import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, MockProvider, user_call

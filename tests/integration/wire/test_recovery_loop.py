@@ -13,10 +13,11 @@ import pytest
 
 from recovery.budget import RetrySettings
 from recovery.events import TextDelta, ToolCall, TurnEnd
+from recovery.guard import CancelToken
 from recovery.loop import Outcome, OutcomeStatus, call_with_recovery
 from recovery.mock.scenarios import answer_text
 from recovery.policy import Action
-from recovery.providers import CancelToken, StreamTimeouts
+from recovery.providers import StreamTimeouts
 from recovery.taxonomy import Code, Exposure
 
 from .conftest import MockProvider, RecordingSleep, SplitClock, user_call
