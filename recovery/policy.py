@@ -76,16 +76,7 @@ def decide(
     now = clock.now()
 
     def manual(message: str) -> Decision:
-        return Decision(
-            action=Action.MANUAL,
-            classification=classification,
-            wait_s=0.0,
-            retry_at=None,
-            target=None,
-            attempt=budget.retries,
-            max_attempts=settings.max_attempts,
-            message=message,
-        )
+        return manual_decision(classification=classification, budget=budget, message=message)
 
     code = classification.code
     if evidence.exposure.is_user_visible:
@@ -138,6 +129,20 @@ def decide(
         target=current_target,
         attempt=next_attempt,
         max_attempts=settings.max_attempts,
+        message=message,
+    )
+
+
+def manual_decision(*, classification: Classification, budget: Budget, message: str) -> Decision:
+    """Stop and hand the turn to a person (Resume / Start fresh), saying ``message``."""
+    return Decision(
+        action=Action.MANUAL,
+        classification=classification,
+        wait_s=0.0,
+        retry_at=None,
+        target=None,
+        attempt=budget.retries,
+        max_attempts=budget.settings.max_attempts,
         message=message,
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from recovery.replay import ReplayReason
 from recovery.taxonomy import CODE_POLICY, Code
 
 _PERSISTED = {
@@ -106,3 +107,29 @@ def unclassified_message() -> str:
 
 def _persisted(code: Code) -> str:
     return _PERSISTED.get(code, f"{_reason(code)} persisted")
+
+
+# Why an automatic whole-prompt retry was refused (an agent's prompt is its retry unit).
+REPLAY_REFUSED_BECAUSE: dict[ReplayReason, str] = {
+    ReplayReason.TOOL_ACTIVITY: "The agent had already used a tool, so the prompt was not sent "
+    "again automatically.",
+    ReplayReason.OUTPUT_SEEN: "The agent had already started answering, so the prompt was not "
+    "sent again automatically.",
+    ReplayReason.DIAGNOSTIC_MISMATCH: "The agent reported a different problem before it failed, "
+    "so the prompt was not sent again automatically.",
+    ReplayReason.DIAGNOSTIC_TEXT_NOT_CONTAINED: "The agent reported a different problem before it "
+    "failed, so the prompt was not sent again automatically.",
+    ReplayReason.NOT_CURRENT: "The failure could not be tied to this prompt, so nothing was "
+    "retried automatically.",
+}
+NOT_TRANSIENT_BECAUSE = (
+    "This failure is not known to be temporary, so nothing was retried automatically."
+)
+
+
+def replay_refused_because(reason: ReplayReason) -> str:
+    return REPLAY_REFUSED_BECAUSE.get(reason, NOT_TRANSIENT_BECAUSE)
+
+
+def replay_refused_message(code: Code, *, reason: ReplayReason) -> str:
+    return f"{_reason(code)}. {replay_refused_because(reason)}"
