@@ -77,7 +77,7 @@ def status_failure(
 def stream_error_failure(
     *, provider_id: str, model: str, payload: Any, status: int | None
 ) -> ProviderFailure:
-    """An error object inside a 200 stream: the catalogue judges it by its body, never by the 200."""
+    """An error object inside a 200 stream: judged by its body (by the catalogue), never the 200."""
     code = provider_code_of(payload)
     evidence = Evidence(
         source=Source.SSE,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import astuple
 
 import pytest
 
@@ -57,7 +58,7 @@ async def test_overloaded_fails_the_first_n_prompts_across_relaunches_then_recov
     for failure in (first, second):
         assert isinstance(failure, PromptFailure)
         assert failure_judged(failure).classification.code is Code.PROVIDER_OVERLOADED
-        assert (failure_judged(failure).replay.retry_allowed, failure_judged(failure).replay.reason) == (
+        assert astuple(failure_judged(failure).replay) == (
             True,
             ReplayReason.PRE_RESULT_SAFE,
         )
@@ -82,7 +83,7 @@ async def test_transport_loss_only_in_data_is_manual_every_time_and_data_never_c
     for _ in range(2):
         _, failure = await run(spec)
         assert failure_judged(failure).classification.code is Code.UNCLASSIFIED
-        assert (failure_judged(failure).replay.retry_allowed, failure_judged(failure).replay.reason) == (
+        assert astuple(failure_judged(failure).replay) == (
             False,
             ReplayReason.SIGNATURE_ONLY_IN_DATA,
         )
@@ -109,7 +110,7 @@ async def test_model_capacity_is_a_replayable_transient_failure(mock_agent):
 async def test_what_came_before_the_error_decides_the_replay(mock_agent, command, allowed, reason):
     events, failure = await run(mock_agent.spec(command))
 
-    assert (failure_judged(failure).replay.retry_allowed, failure_judged(failure).replay.reason) == (allowed, reason)
+    assert astuple(failure_judged(failure).replay) == (allowed, reason)
     if command.startswith("/diag"):
         # The diagnostic stays visible in the transcript, marked at conversion.
         assert [e.diagnostic for e in events if isinstance(e, AgentText)] == [True]
@@ -164,7 +165,7 @@ async def test_a_trailing_cursor_frame_is_held_back_and_becomes_one_failure(
     assert isinstance(failure, PromptFailure)
     assert failure.evidence.source is Source.ACP_CHUNK
     assert failure_judged(failure).classification.code is code
-    assert (failure_judged(failure).replay.retry_allowed, failure_judged(failure).replay.reason) == (
+    assert astuple(failure_judged(failure).replay) == (
         True,
         ReplayReason.PRE_RESULT_SAFE,
     )
@@ -249,4 +250,5 @@ async def test_a_prompt_past_its_timeout_fails_as_a_timeout(mock_agent):
     _, failure = await run(mock_agent.spec("/hang", prompt_timeout_s=0.3, cancel_grace_s=0.2))
 
     assert failure.evidence.kind is Kind.TIMEOUT
-    assert failure_judged(failure).replay.retry_allowed  # nothing was shown and a timeout is transient
+    # Nothing was shown and a timeout is transient.
+    assert failure_judged(failure).replay.retry_allowed
