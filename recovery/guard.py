@@ -33,12 +33,6 @@ from recovery.providers.transport import AbortScope
 from recovery.taxonomy import Exposure, Kind, Phase, ProviderFailure, Source
 
 _WATCH_SLICE_S = 0.25  # the watchdog re-reads the clock at least this often (FakeClock, jitter)
-_EXPOSURE_RANK = {
-    Exposure.NONE: 0,
-    Exposure.METADATA: 1,
-    Exposure.CONTENT: 2,
-    Exposure.TOOL_CALL: 3,
-}
 
 
 __all__ = ["CancelToken", "GuardedStream", "open_stream"]

@@ -163,10 +163,6 @@ class Classification:
         return self.klass is Klass.TRANSIENT
 
 
-def policy_for(code: Code) -> CodePolicy:
-    return CODE_POLICY[code]
-
-
 class ProviderFailure(Exception):
     """Raised by adapters and the guard: the call failed, and this is the evidence."""
 
