@@ -55,6 +55,7 @@ class Import:
 @dataclass(frozen=True, slots=True)
 class ImportGraph:
     modules: frozenset[str]
+    packages: frozenset[str]  # the modules that are packages (an __init__.py)
     imports: tuple[Import, ...]
 
     def is_internal(self, item: Import) -> bool:
@@ -78,6 +79,7 @@ def top_level(name: str) -> str:
 def graph_read(root: Path = DEFAULT_ROOT, packages: Sequence[str] = PACKAGES) -> ImportGraph:
     files = dict(_module_files(root, packages))
     modules = frozenset(files)
+    package_names = frozenset(name for name, path in files.items() if path.name == "__init__.py")
     imports: list[Import] = []
     for module, path in sorted(files.items()):
         tree = ast.parse(path.read_bytes(), filename=str(path))
@@ -89,7 +91,7 @@ def graph_read(root: Path = DEFAULT_ROOT, packages: Sequence[str] = PACKAGES) ->
         )
         collector.visit(tree)
         imports += collector.found
-    return ImportGraph(modules=modules, imports=tuple(imports))
+    return ImportGraph(modules=modules, packages=package_names, imports=tuple(imports))
 
 
 def _module_files(root: Path, packages: Sequence[str]) -> Iterator[tuple[str, Path]]:
@@ -243,6 +245,25 @@ def module_edges(graph: ImportGraph, package: str = "", *, exclude: Sequence[str
     return dict(edges)
 
 
+def package_cycles(
+    graph: ImportGraph, package: str, *, exclude: Sequence[str] = ()
+) -> list[tuple[str, ...]]:
+    """Every import cycle inside ``package``: between single modules, and between the parts of
+    the package and of each of its subpackages, where a cycle between modules may hide."""
+    found = cycles(module_edges(graph, package, exclude=exclude))
+    for sub in _subpackages(graph, package, exclude):
+        found += [c for c in cycles(part_edges(graph, sub, exclude=exclude)) if c not in found]
+    return found
+
+
+def _subpackages(graph: ImportGraph, package: str, exclude: Sequence[str]) -> list[str]:
+    return sorted(
+        name
+        for name in graph.packages
+        if under(name, package) and not any(under(name, e) for e in exclude)
+    )
+
+
 def _internal_under(graph: ImportGraph, package: str, exclude: Sequence[str]) -> Iterator[Import]:
     for item in graph.imports:
         if not graph.is_internal(item) or any(
@@ -332,8 +353,15 @@ def report(graph: ImportGraph, packages: Sequence[str] = PACKAGES) -> str:
     lines.append("between top-level packages:")
     lines += _cycle_lines(edges)
     for package in present:
-        lines.append(f"between the parts of {package}:")
-        lines += _cycle_lines(part_edges(graph, package))
+        lines.append(f"between the parts of {package} (and of each of its subpackages):")
+        found = False
+        for sub in _subpackages(graph, package, ()):
+            edges_of_sub = part_edges(graph, sub)
+            if cycles(edges_of_sub):
+                found = True
+                lines += [f"  in {sub}:", *(f"  {line}" for line in _cycle_lines(edges_of_sub))]
+        if not found:
+            lines.append("  none")
     lines.append("between modules (whole project):")
     lines += _cycle_lines(module_edges(graph))
 
