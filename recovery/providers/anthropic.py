@@ -221,7 +221,7 @@ class AnthropicAdapter:
         self._client = anthropic.Anthropic(
             api_key=target.api_key,
             base_url=target.base_url,
-            max_retries=0,  # one loop owns every retry (recovery/loop.py or the Celery ladder)
+            max_retries=0,  # one loop owns every retry (the app's ladder)
             http_client=abortable_http_client(
                 connect_s=timeouts.connect_s, idle_s=timeouts.idle_s, write_s=timeouts.write_s
             ),

@@ -69,8 +69,12 @@ def test_an_overloaded_agent_waits_visibly_and_the_whole_prompt_recovers_in_a_ne
     )
     assert retired < first_row.seq
     assert (
-        list(AttemptRecord.objects.filter(generation=generation).values_list("code", "decision"))
-        == [("provider_overloaded", "retry")] * 2
+        list(
+            AttemptRecord.objects.filter(generation=generation)
+            .order_by("id")
+            .values_list("code", "decision")
+        )
+        == [("provider_overloaded", "retry")] * 2 + [("none", "success")]
     )
 
 
@@ -88,7 +92,11 @@ def test_a_lost_transport_is_manual_every_time_without_a_notice(chat, owner, clo
     assert session_snapshot(session=chat)["recovery_actions"] == ["resume", "fresh"]
     assert event_kinds(chat, "notice.") == []
     assert not RetryLoop.objects.exists()
-    assert not AttemptRecord.objects.exists()
+    # Each failed prompt was judged once and recorded once, as handed back.
+    assert list(AttemptRecord.objects.order_by("id").values_list("decision", flat=True)) == [
+        "manual",
+        "manual",
+    ]
 
 
 @pytest.mark.parametrize(

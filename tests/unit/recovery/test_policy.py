@@ -10,8 +10,9 @@ import pytest
 from recovery.budget import Budget, RetrySettings
 from recovery.classify import classify
 from recovery.clock import FakeClock
-from recovery.policy import Action, decide, duration_phrase
+from recovery.policy import Action, decide
 from recovery.taxonomy import Code, Evidence, Exposure, Kind, Source
+from recovery.wording import duration_phrase
 
 OVERLOADED = json.dumps(
     {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
