@@ -23,6 +23,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from recovery import wording
 from recovery.budget import Budget
 from recovery.clock import Clock
 from recovery.taxonomy import CODE_POLICY, Classification, Code, Evidence, Klass
@@ -190,12 +191,12 @@ _PERSISTED = {
     Code.TRUNCATED_STREAM: "The provider kept cutting its response short",
 }
 _HARD_ADVICE = {
-    Code.AUTH_REQUIRED: "Check the credentials for this provider, then resume.",
-    Code.MISSING_CREDENTIALS: "Add credentials for this provider, then resume.",
+    Code.AUTH_REQUIRED: wording.AUTH_ADVICE,
+    Code.MISSING_CREDENTIALS: wording.CREDENTIALS_ADVICE,
     Code.SUBSCRIPTION_REQUIRED: "This model needs a subscription the account does not have.",
     Code.QUOTA_LIMITED: "Add credit or wait for the quota to reset, then resume.",
     Code.MODEL_UNAVAILABLE: "Choose another model, then resume.",
-    Code.PROVIDER_NOT_CONFIGURED: "Check this provider's settings, then resume.",
+    Code.PROVIDER_NOT_CONFIGURED: wording.ASK_AN_OPERATOR,
     Code.INVALID_REQUEST: "The provider rejected this request as sent; sending it again would fail the same way.",
     Code.MALFORMED_STREAM: "Its reply could not be read; resume to try again.",
 }

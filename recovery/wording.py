@@ -44,17 +44,24 @@ def target_is_agent(target: str) -> str:
     return f"Target {target} is an ACP agent; this worker runs direct providers only."
 
 
-def target_key_missing(target: str, env_name: str) -> str:
-    return (
-        f"Target {target} can't be called: the environment variable {env_name} is not set on "
-        "the worker."
-    )
+# A target's set-up is the operator's: a card about it says so, and never names the variable,
+# host, port, path or command behind it (the worker's log does, for staff). The same sentence for
+# every way a set-up can be wrong, so a card tells a user nothing about the server's insides.
+ASK_AN_OPERATOR = "Ask an operator to check this target, then resume."
+AUTH_ADVICE = "Ask an operator to check this target's credentials, then resume."
+CREDENTIALS_ADVICE = "Ask an operator to add credentials for this target, then resume."
+
+
+def target_not_allowed(target: str) -> str:
+    return f"Target {target} can't be used as it is set up. {ASK_AN_OPERATOR}"
+
+
+def target_key_missing(target: str) -> str:
+    return f"Target {target} can't be called: its API key is not available. {ASK_AN_OPERATOR}"
 
 
 def target_key_unnamed(target: str) -> str:
-    return (
-        f"Target {target} can't be called: no API key environment variable is configured for it."
-    )
+    return f"Target {target} can't be called: no API key is configured for it. {ASK_AN_OPERATOR}"
 
 
 def target_no_command(target: str) -> str:
