@@ -70,7 +70,7 @@ def test_it_takes_the_password_from_the_environment(settings):
 def test_a_mock_url_on_a_host_the_operator_did_not_allow_is_refused_and_nothing_is_seeded(settings):
     settings.KANDEV_MOCK_PROVIDER_URL = "http://127.0.0.2:18765"
 
-    with pytest.raises(CommandError, match="127.0.0.2:18765.*KANDEV_PROVIDER_HOSTS"):
+    with pytest.raises(CommandError, match=r"127\.0\.0\.2:18765.*KANDEV_PROVIDER_HOSTS"):
         seed(password="demo-pass-1")
 
     assert not ProviderTarget.objects.exists()
