@@ -32,9 +32,9 @@ from django.conf import settings
 
 from sessions_app.errors import SessionNotFound
 from sessions_app.events import group_name
+from sessions_app.frames import error_frame, events_frame, snapshot_frame
 from sessions_app.models import Session
 from sessions_app.selectors import events_after, session_for_user, session_snapshot
-from sessions_app.frames import error_frame, events_frame, snapshot_frame
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404

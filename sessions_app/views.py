@@ -18,11 +18,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
 from sessions_app.forms import PromptForm, SessionCreateForm
+from sessions_app.frames import wall_clock_ms
 from sessions_app.models import Session
 from sessions_app.selectors import session_for_user, session_snapshot, targets_all, tasks_for_user
 from sessions_app.services import prompt_submit, session_create, session_stop
 from sessions_app.services.recovery import retry_cancel, session_recover
-from sessions_app.frames import wall_clock_ms
 
 NOT_FOUND = "No such session."
 
