@@ -23,13 +23,18 @@ _PERSISTED = {
     Code.PROVIDER_RESOURCE_EXHAUSTED: "The provider's resources remained exhausted",
     Code.TRUNCATED_STREAM: "The provider kept cutting its response short",
 }
+# Config problems point to an operator: only staff set targets up (and ordinary users must not
+# learn hosts, variables or ports from a card).
+ASK_AN_OPERATOR = "Ask an operator to check this target, then resume."
+AUTH_ADVICE = "Ask an operator to check this target's credentials, then resume."
+CREDENTIALS_ADVICE = "Ask an operator to add credentials for this target, then resume."
 _HARD_ADVICE = {
-    Code.AUTH_REQUIRED: "Check the credentials for this provider, then resume.",
-    Code.MISSING_CREDENTIALS: "Add credentials for this provider, then resume.",
+    Code.AUTH_REQUIRED: AUTH_ADVICE,
+    Code.MISSING_CREDENTIALS: CREDENTIALS_ADVICE,
     Code.SUBSCRIPTION_REQUIRED: "This model needs a subscription the account does not have.",
     Code.QUOTA_LIMITED: "Add credit or wait for the quota to reset, then resume.",
     Code.MODEL_UNAVAILABLE: "Choose another model, then resume.",
-    Code.PROVIDER_NOT_CONFIGURED: "Check this provider's settings, then resume.",
+    Code.PROVIDER_NOT_CONFIGURED: ASK_AN_OPERATOR,
     Code.INVALID_REQUEST: "The provider rejected this request as sent; sending it again would fail the same way.",
     Code.MALFORMED_STREAM: "Its reply could not be read; resume to try again.",
 }
@@ -157,17 +162,19 @@ def target_is_agent(target: str) -> str:
     return f"Target {target} is an ACP agent; this worker runs direct providers only."
 
 
-def target_key_missing(target: str, env_name: str) -> str:
-    return (
-        f"Target {target} can't be called: the environment variable {env_name} is not set on "
-        "the worker."
-    )
+# A target's set-up is the operator's: a card about it says so, and never names the variable,
+# host, port, path or command behind it (the worker's log does, for staff). The same sentence for
+# every way a set-up can be wrong, so a card tells a user nothing about the server's insides.
+def target_not_allowed(target: str) -> str:
+    return f"Target {target} can't be used as it is set up. {ASK_AN_OPERATOR}"
+
+
+def target_key_missing(target: str) -> str:
+    return f"Target {target} can't be called: its API key is not available. {ASK_AN_OPERATOR}"
 
 
 def target_key_unnamed(target: str) -> str:
-    return (
-        f"Target {target} can't be called: no API key environment variable is configured for it."
-    )
+    return f"Target {target} can't be called: no API key is configured for it. {ASK_AN_OPERATOR}"
 
 
 def target_no_command(target: str) -> str:

@@ -1,7 +1,8 @@
 """Seed what a first look needs: the `demo` user, a "Mock" provider target, an "ACP mock agent"
 target (our mock ACP agent, run by this interpreter) and one demo session.
 
-Idempotent: run on every `make run`. The password comes from --password or KANDEV_DEMO_PASSWORD
+Idempotent: run on every `make run`. The targets go through the same services and allowlists as
+any operator's (the mock's host must be in KANDEV_PROVIDER_HOSTS; loopback is by default). The password comes from --password or KANDEV_DEMO_PASSWORD
 (the supervisor passes it through the environment so it never shows in a process listing);
 without either a fresh one is generated. Either way it is printed, because it is a local dev login.
 """
@@ -15,11 +16,12 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from sessions_app.errors import InvalidInput
 from sessions_app.models import ProviderTarget, Session
-from sessions_app.services import session_create, target_create, task_create
+from sessions_app.services import session_create, target_create, target_update, task_create
 
 DEMO_USERNAME = "demo"
 MOCK_TARGET_NAME = "Mock"
@@ -56,8 +58,8 @@ def demo_seed(*, password: str, mock_url: str) -> DemoSeed:
             )
         else:
             # The mock's port may differ from the last run (KANDEV_MOCK_PORT): follow it.
-            ProviderTarget.objects.filter(pk=target.pk).update(
-                kind=ProviderTarget.Kind.MOCK, base_url=mock_url, model=MOCK_MODEL
+            target_update(
+                target=target, kind=ProviderTarget.Kind.MOCK, base_url=mock_url, model=MOCK_MODEL
             )
         _acp_target_seed()
         session = Session.objects.filter(owner=user).order_by("id").first()
@@ -76,10 +78,7 @@ def _acp_target_seed() -> ProviderTarget:
             name=ACP_TARGET_NAME, kind=ProviderTarget.Kind.ACP, command=acp_mock_command()
         )
     # The interpreter's path may differ from the last run (a new virtualenv): follow it.
-    ProviderTarget.objects.filter(pk=target.pk).update(
-        kind=ProviderTarget.Kind.ACP, command=acp_mock_command()
-    )
-    return target
+    return target_update(target=target, kind=ProviderTarget.Kind.ACP, command=acp_mock_command())
 
 
 class Command(BaseCommand):
@@ -92,7 +91,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, password: str | None = None, **options):
         password = password or settings.KANDEV_DEMO_PASSWORD or secrets.token_urlsafe(9)
-        seed = demo_seed(password=password, mock_url=settings.KANDEV_MOCK_PROVIDER_URL)
+        try:
+            seed = demo_seed(password=password, mock_url=settings.KANDEV_MOCK_PROVIDER_URL)
+        except InvalidInput as error:
+            raise CommandError(f"The demo's {MOCK_TARGET_NAME} target: {error.message}") from None
         self.stdout.write(
             f"Demo login: {seed.username} / {seed.password} "
             f"(target {MOCK_TARGET_NAME} #{seed.target_id}, session #{seed.session_id})"

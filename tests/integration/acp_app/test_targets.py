@@ -81,7 +81,7 @@ def test_a_named_key_that_is_not_set_is_refused_without_starting_anything(tmp_pa
         acp_config_for(target("agent", api_key_env="MISSING_KEY"), session_id=1, environ={})
 
     assert refused.value.code == "missing_credentials"
-    assert "MISSING_KEY" in refused.value.detail
+    assert "MISSING_KEY" not in refused.value.detail  # a card never names the variable
 
 
 def test_an_agent_that_can_not_be_started_fails_the_prompt_without_a_notice(

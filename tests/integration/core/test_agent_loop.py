@@ -180,13 +180,13 @@ def test_stop_ends_the_run_promptly_and_keeps_partial_text_incomplete(chat, alic
 def test_a_provider_failure_needs_attention_with_an_honest_redacted_message(
     alice, provider, monkeypatch
 ):
-    monkeypatch.setenv("KANDEV_TEST_ANTHROPIC_KEY", "sk-ant-test-000")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-000")
     target = ProviderTarget.objects.create(
         name="Claude via mock",
         kind=ProviderTarget.Kind.ANTHROPIC,
         model="claude-test",
         base_url=provider.url,
-        api_key_env="KANDEV_TEST_ANTHROPIC_KEY",
+        api_key_env="ANTHROPIC_API_KEY",
     )
     chat = session_create(owner=alice, target=target, title="Busy")
     generation = submit(chat, alice, "/overloaded-after-text:1 hello")
@@ -208,13 +208,14 @@ def test_a_provider_failure_needs_attention_with_an_honest_redacted_message(
     assert len(provider.requests()) == 1  # text was shown: never replayed
 
 
-def test_a_missing_key_fails_without_calling_the_provider(alice, provider):
+def test_a_missing_key_fails_without_calling_the_provider(alice, provider, monkeypatch, caplog):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     target = ProviderTarget.objects.create(
         name="No key",
-        kind=ProviderTarget.Kind.ANTHROPIC,
-        model="claude-test",
-        base_url=provider.url,
-        api_key_env="KANDEV_TEST_KEY_THAT_IS_NOT_SET",
+        kind=ProviderTarget.Kind.OPENAI,
+        model="gpt-test",
+        base_url=f"{provider.url}/v1",
+        api_key_env="OPENAI_API_KEY",
     )
     chat = session_create(owner=alice, target=target, title="Keyless")
     generation = submit(chat, alice, "hello")
@@ -222,7 +223,10 @@ def test_a_missing_key_fails_without_calling_the_provider(alice, provider):
 
     generation.refresh_from_db()
     assert generation.error_code == "missing_credentials"
-    assert "KANDEV_TEST_KEY_THAT_IS_NOT_SET" in generation.error_message
+    # The card is the user's: it says what to do, never which variable; the log tells staff.
+    assert "OPENAI_API_KEY" not in generation.error_message
+    assert "operator" in generation.error_message
+    assert "OPENAI_API_KEY is not set on this worker" in caplog.text
     assert provider.requests() == []
 
 

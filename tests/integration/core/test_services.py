@@ -209,7 +209,7 @@ def test_events_after_returns_the_log_in_order_from_a_seq(session, alice):
 
 
 def test_target_create_stores_ordered_fallbacks(db):
-    backup = target_create(name="Backup", kind="openai", model="gpt-x", api_key_env="OPENAI_KEY")
+    backup = target_create(name="Backup", kind="openai", model="gpt-x", api_key_env="OPENAI_API_KEY")
     spare = target_create(name="Spare", kind="mock")
     main = target_create(
         name="Main",

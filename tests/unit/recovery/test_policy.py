@@ -197,7 +197,7 @@ def test_hard_and_unclassified_failures_go_to_manual_recovery():
     assert auth_decision.action is Action.MANUAL
     assert (
         auth_decision.message
-        == "Authentication required. Check the credentials for this provider, then resume."
+        == "Authentication required. Ask an operator to check this target's credentials, then resume."
     )
     assert unknown_decision.action is Action.MANUAL
     assert unknown_decision.classification.code is Code.UNCLASSIFIED
