@@ -69,8 +69,9 @@ def openai_request(call: ModelCall, *, model: str) -> dict[str, Any]:
 
 
 def _messages(role: str, parts: tuple) -> list[dict[str, Any]]:
-    text = "".join(p.text for p in parts if isinstance(p, TextPart))
+    texts = [p.text for p in parts if isinstance(p, TextPart)]
     if role == "assistant":
+        text = "".join(texts)
         calls = [
             {
                 "id": p.id,
@@ -90,8 +91,10 @@ def _messages(role: str, parts: tuple) -> list[dict[str, Any]]:
         for p in parts
         if isinstance(p, ToolResultPart)
     ]
-    if text:
-        out.append({"role": "user", "content": text})
+    # Two prompts in one user turn (the first was stopped before an answer) stay two paragraphs,
+    # never run together into one word.
+    if texts:
+        out.append({"role": "user", "content": "\n\n".join(texts)})
     return out
 
 
