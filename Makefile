@@ -13,7 +13,7 @@ STAMP := $(VENV)/.synced-$(LOCK_HASH)
 # Embedded services for `make test` / `make bench` live apart from `make run`'s, so a running app
 # and a test run never share a database server or a Redis.
 TEST_STATE := .kandev/test
-WITH_SERVICES := $(PY) -m kandev_web.devservices --state-dir $(TEST_STATE) exec --
+WITH_SERVICES := $(PY) -m devtools.devservices --state-dir $(TEST_STATE) exec --
 # Narrow a run: make test PYTEST_ARGS="tests/integration/ops -x"
 PYTEST_ARGS ?=
 
@@ -61,7 +61,7 @@ $(STAMP): uv.lock pyproject.toml
 	@touch $@
 
 run: install
-	$(PY) -m kandev_web.supervisor
+	$(PY) -m devtools.supervisor
 
 test: install
 	$(WITH_SERVICES) $(PY) -m pytest $(PYTEST_ARGS)

@@ -32,7 +32,7 @@ import time
 import uuid
 from pathlib import Path
 
-from kandev_web.testbed import (
+from devtools.testbed import (
     ROOT,
     answers,
     free_port,

@@ -32,7 +32,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kandev_web.testbed import (
+from devtools.testbed import (
     ROOT,
     answers,
     free_port,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import redis
 
-from kandev_web.testbed import manage
+from devtools.testbed import manage
 from tests.integration.web.processes import ROOT, VENV_BIN, stop
 
 # kombu's Redis transport keeps each delivered, unacknowledged message in this hash (by delivery

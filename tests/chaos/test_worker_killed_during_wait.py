@@ -23,8 +23,8 @@ import pytest
 import redis
 from django.conf import settings
 
+from devtools.testbed import throwaway_database
 from kandev_web.settings import env_str
-from kandev_web.testbed import throwaway_database
 from recovery.mock.testing import MockProvider, running_mock_server
 from tests.chaos.stack import (
     celery_beat,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.testbed import ROOT, answers, database_create, database_drop, free_port, wait_until
 from kandev_web.settings import env_str
-from kandev_web.testbed import ROOT, answers, database_create, database_drop, free_port, wait_until
 from tests.integration.web.processes import celery_worker, stop
 
 CHROMIUM = "/usr/bin/chromium"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from devtools.testbed import database_url_named
 from kandev_web.settings import env_str
-from kandev_web.testbed import database_url_named
 from recovery.mock.testing import running_mock_server
 from sessions_app.models import Message, PromptGeneration, ProviderTarget
 from sessions_app.services import prompt_submit, session_create

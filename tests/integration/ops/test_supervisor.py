@@ -18,7 +18,7 @@ import psutil
 import pytest
 from django.contrib.auth.hashers import check_password
 
-from kandev_web.devservices import BASE_DIR
+from devtools.devservices import BASE_DIR
 
 from .conftest import env_without_services, free_port, is_gone, short_temp_dir
 
@@ -35,7 +35,7 @@ class RunningSupervisor:
         self.mock_port = free_port()
         self.lines: list[str] = []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kandev_web.supervisor"],
+            [sys.executable, "-m", "devtools.supervisor"],
             cwd=BASE_DIR,
             env=env_without_services(
                 KANDEV_STATE_DIR=str(state_dir),

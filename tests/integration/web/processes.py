@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kandev_web.testbed import ROOT, wait_until
+from devtools.testbed import ROOT, wait_until
 
 VENV_BIN = Path(sys.executable).parent
 

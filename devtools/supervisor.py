@@ -27,7 +27,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from kandev_web.devservices import BASE_DIR, ServiceUrls, running_services, state_dir_default
+from devtools.devservices import BASE_DIR, ServiceUrls, running_services, state_dir_default
 
 READY_TIMEOUT_S = 60.0
 # Celery's warm shutdown waits for running tasks; a prompt that is still streaming is redelivered
