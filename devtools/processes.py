@@ -136,8 +136,8 @@ def start(
     spec: ProcessSpec, *, env: Mapping[str, str], log_path: Path, cwd: Path = ROOT
 ) -> subprocess.Popen:
     """Start ``spec`` in its own session (so stop() takes its pool processes too), its output
-    appended to ``log_path``."""
-    with open(log_path, "ab") as log:
+    in ``log_path`` (written afresh)."""
+    with open(log_path, "wb") as log:
         return subprocess.Popen(
             spec.argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -16,31 +13,18 @@ from kandev_web.settings import env_str
 from recovery.mock.testing import running_mock_server
 from sessions_app.models import Message, PromptGeneration, ProviderTarget
 from sessions_app.services import prompt_submit, session_create
+from tests.integration.web.processes import celery_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
 def worker(celery_queue, tmp_path):
     # pytest-django's test database, on whatever server (TCP or unix socket) the suite uses.
     database_url = database_url_named(env_str("DATABASE_URL"), connection.settings_dict["NAME"])
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "KANDEV_CELERY_QUEUE": celery_queue,
-        "LOG_LEVEL": "WARNING",
-    }
-    log = (tmp_path / "worker.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "kandev_web", "worker", "-P", "solo",
-         "-Q", celery_queue, "--without-mingle", "--without-gossip", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    yield process
-    process.terminate()
-    process.wait(10)
-    log.close()
+    env = {**os.environ, "DATABASE_URL": database_url, "LOG_LEVEL": "WARNING"}
+    with celery_worker(queue=celery_queue, env=env, log_path=tmp_path / "worker.log") as process:
+        yield process
 
 
 def test_a_submitted_prompt_is_answered_by_a_real_worker(alice, worker):

@@ -24,9 +24,10 @@ from django.contrib.auth.hashers import check_password
 from devtools.devservices import BASE_DIR
 from devtools.processes import ProcessSpec
 from devtools.supervisor import STABLE_AFTER_S, Supervisor, config_from_env
+from devtools.testbed import free_port
 from recovery.clock import FakeClock
 
-from .conftest import env_without_services, free_port, is_gone, short_temp_dir
+from .conftest import env_without_services, is_gone, short_temp_dir
 
 BANNER = "Kandev Web is running at"
 DEMO_PASSWORD = "demo-pass-ops-test"
