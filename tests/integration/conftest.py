@@ -1,5 +1,6 @@
-"""Shared test set-up. Tests run against the real PostgreSQL and Redis named by DATABASE_URL and
-REDIS_URL (make test starts embedded ones when neither is set)."""
+"""Fixtures every integration test may use: the mock provider server."""
+
+from __future__ import annotations
 
 from collections.abc import Iterator
 

@@ -1,0 +1,1 @@
+"""What many tests share: a pytest plugin that decides whether a run needs Django."""
