@@ -1,1 +1,2 @@
-"""What many tests share: a pytest plugin that decides whether a run needs Django."""
+"""What many tests share: factories for the app's rows, and a pytest plugin that decides whether a
+run needs Django."""

@@ -10,9 +10,8 @@ from django.db import connection
 
 from devtools.testbed import database_url_named
 from kandev_web.settings import env_str
-from recovery.mock.testing import running_mock_server
-from sessions_app.models import Message, PromptGeneration, ProviderTarget
-from sessions_app.services import prompt_submit, session_create
+from sessions_app.models import Message, PromptGeneration
+from sessions_app.services import prompt_submit
 from tests.integration.web.processes import celery_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,17 +26,14 @@ def worker(celery_queue, tmp_path):
         yield process
 
 
-def test_a_submitted_prompt_is_answered_by_a_real_worker(alice, worker):
-    with running_mock_server() as url:
-        target = ProviderTarget.objects.create(name="Mock", kind="mock", base_url=url)
-        chat = session_create(owner=alice, target=target, title="Worker")
-        generation = prompt_submit(session=chat, user=alice, text="hello worker")
-        deadline = time.monotonic() + 30
-        while generation.state not in ("succeeded", "failed", "stopped"):
-            assert worker.poll() is None, "the worker exited"
-            assert time.monotonic() < deadline, "the worker never finished the generation"
-            time.sleep(0.1)
-            generation.refresh_from_db()
+def test_a_submitted_prompt_is_answered_by_a_real_worker(chat, owner, worker):
+    generation = prompt_submit(session=chat, user=owner, text="hello worker")
+    deadline = time.monotonic() + 30
+    while generation.state not in ("succeeded", "failed", "stopped"):
+        assert worker.poll() is None, "the worker exited"
+        assert time.monotonic() < deadline, "the worker never finished the generation"
+        time.sleep(0.1)
+        generation.refresh_from_db()
 
     assert generation.state == PromptGeneration.State.SUCCEEDED
     answer = Message.objects.get(session=chat, role="assistant")
