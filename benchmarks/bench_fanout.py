@@ -33,7 +33,6 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,15 +41,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kandev_web.testbed import (
-    ROOT,
-    answers,
-    free_port,
-    manage,
-    percentile,
-    throwaway_database,
-    wait_until,
-)
+from devtools import processes
+from devtools.testbed import ROOT, free_port, manage, percentile, throwaway_database
 
 DELTAS = 2_000
 VIEWERS = 50
@@ -372,29 +364,9 @@ def run() -> list[dict]:
         }
         manage(env, "migrate", "--noinput", "-v", "0")
         setup = json.loads(manage(env, "shell", "-c", SETUP).strip().splitlines()[-1])
-        daphne = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(web_port),
-                "kandev_web.asgi:application",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
+        with processes.running(processes.web(port=web_port), env=env, timeout_s=90):
             base_url = f"http://127.0.0.1:{web_port}"
-            wait_until(lambda: answers(f"{base_url}/accounts/login/"), timeout=90, what="daphne")
             seen = asyncio.run(_side_by_side(base_url, setup["session_id"], setup["cookie"], env))
-        finally:
-            daphne.terminate()
-            daphne.wait(timeout=15)
     return _rows(seen)
 
 

@@ -34,16 +34,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kandev_web.testbed import (
-    ROOT,
-    answers,
-    free_port,
-    throwaway_database,
-    wait_until,
-)
+from devtools import processes as specs
+from devtools.processes import ProcessSpec
+from devtools.testbed import ROOT, free_port, throwaway_database, wait_until
 from recovery.budget import RetrySettings
 
-VENV_BIN = Path(sys.executable).parent
 SESSIONS = 20
 WORKERS = 2
 WORKER_THREADS = 8
@@ -112,19 +107,11 @@ class _Processes:
         self.env, self.logs = env, logs
         self.started: list[tuple[str, subprocess.Popen]] = []
 
-    def spawn(self, name: str, *args: str) -> Path:
-        log = self.logs / f"{name}.log"
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                args,
-                cwd=ROOT,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self.started.append((name, process))
-        return log
+    def spawn(self, spec: ProcessSpec) -> tuple[subprocess.Popen, Path]:
+        log = self.logs / f"{spec.name}.log"
+        process = specs.start(spec, env=self.env, log_path=log)
+        self.started.append((spec.name, process))
+        return process, log
 
     def check_alive(self) -> None:
         dead = [name for name, process in self.started if process.poll() is not None]
@@ -209,53 +196,18 @@ def _stack_env(*, database_url: str, mock_url: str, queue: str) -> dict[str, str
 
 
 def _start_stack(processes: _Processes, *, mock_port: int, queue: str, logs: Path) -> None:
-    processes.spawn("mock", sys.executable, "-m", "recovery.mock", "--port", str(mock_port))
-    worker_logs = [
-        processes.spawn(
-            f"worker-{i}",
-            str(VENV_BIN / "celery"),
-            "-A",
-            "kandev_web",
-            "worker",
-            "-Q",
-            queue,
-            "-P",
-            "threads",
-            "-c",
-            str(WORKER_THREADS),
-            "-n",
-            f"{queue}-{i}@localhost",
-            "--without-gossip",
-            "--without-mingle",
-            "-l",
-            "INFO",
+    mock = specs.mock(port=mock_port)
+    workers = [
+        specs.worker(
+            concurrency=WORKER_THREADS, pool="threads", queue=queue, node=f"{queue}-{i}@localhost",
+            name=f"worker-{i}",
         )
         for i in range(WORKERS)
-    ]
-    processes.spawn(
-        "beat",
-        str(VENV_BIN / "celery"),
-        "-A",
-        "kandev_web",
-        "beat",
-        "-s",
-        str(logs / "beat-schedule"),
-        "--pidfile",
-        str(logs / "beat.pid"),
-        "-l",
-        "INFO",
-    )
-    wait_until(
-        lambda: answers(f"http://127.0.0.1:{mock_port}/_mock/health"),
-        timeout=30,
-        what="mock provider",
-    )
-    for log in worker_logs:
-        wait_until(
-            lambda log=log: processes.check_alive() or b" ready." in log.read_bytes(),
-            timeout=90,
-            what=f"celery worker ({log.name})",
-        )
+    ]  # fmt: skip
+    beat = specs.beat(schedule=str(logs / "beat-schedule"), pidfile=str(logs / "beat.pid"))
+    started = [(spec, *processes.spawn(spec)) for spec in (mock, *workers, beat)]
+    for spec, process, log in started:
+        specs.wait_ready(spec, process, log_path=log, timeout_s=90)
 
 
 def _measure(*, database_url: str, mock_url: str, driver: dict, samples: _Samples) -> dict:

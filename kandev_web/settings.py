@@ -125,7 +125,6 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY", "kandev-dev-only-insecure-secret-key")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
-PORT = env_int("PORT", 8000)
 
 INSTALLED_APPS = [
     "daphne",

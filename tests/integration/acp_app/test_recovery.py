@@ -8,18 +8,17 @@ import pytest
 from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration, Session, SessionEvent
 from sessions_app.selectors import session_snapshot
-from tests.integration.acp_app.conftest import event_kinds, rows, run_prompt, run_retry
+from tests.integration.acp_app.conftest import (
+    event_kinds,
+    prompts_received,
+    rows,
+    run_prompt,
+    run_retry,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 State = PromptGeneration.State
-
-
-def prompts_received(agent_state) -> list[str]:
-    import json
-
-    path = agent_state / "prompts.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_an_overloaded_agent_waits_visibly_and_the_whole_prompt_recovers_in_a_new_process(

@@ -65,11 +65,11 @@ def post_json(client: Client, path: str, body: dict):
         {"name": "Mock 2", "kind": "mock"},
     ],
 )
-def test_no_api_token_can_create_a_target_not_even_a_staff_ones(alice_api, body):
+def test_no_api_token_can_create_a_target_not_even_a_staff_ones(owner_api, body):
     staff = get_user_model().objects.create_user(username="ops", is_staff=True, is_superuser=True)
     staff_api = Client(headers={"authorization": f"Bearer {api_token_create(user=staff)}"})
 
-    for client in (alice_api, staff_api):
+    for client in (owner_api, staff_api):
         response = post_json(client, "/api/v1/targets", body)
 
         assert response.status_code == 403
@@ -77,8 +77,8 @@ def test_no_api_token_can_create_a_target_not_even_a_staff_ones(alice_api, body)
     assert not ProviderTarget.objects.exists()
 
 
-def test_the_target_list_shows_a_user_names_and_models_only(alice_api, operators_targets):
-    response = alice_api.get("/api/v1/targets")
+def test_the_target_list_shows_a_user_names_and_models_only(owner_api, operators_targets):
+    response = owner_api.get("/api/v1/targets")
 
     assert response.status_code == 200
     listed = response.json()
@@ -100,10 +100,10 @@ def test_the_openapi_document_describes_no_way_to_see_or_set_a_targets_set_up():
     assert set(document["paths"]["/api/v1/targets"]["post"]["responses"]) <= {"401", "403"}
 
 
-def test_the_board_and_the_session_page_never_show_a_targets_set_up(alice, operators_targets):
-    session = session_create(owner=alice, target=operators_targets[0], title="Plan")
+def test_the_board_and_the_session_page_never_show_a_targets_set_up(owner, operators_targets):
+    session = session_create(owner=owner, target=operators_targets[0], title="Plan")
     browser = Client()
-    browser.force_login(alice)
+    browser.force_login(owner)
 
     board = browser.get("/")
     session_page = browser.get(f"/sessions/{session.pk}/")
@@ -115,10 +115,10 @@ def test_the_board_and_the_session_page_never_show_a_targets_set_up(alice, opera
             assert text not in page.content.decode()
 
 
-def test_the_session_detail_names_its_target_without_its_set_up(alice, alice_api, operators_targets):
-    session = session_create(owner=alice, target=operators_targets[1], title="Agent work")
+def test_the_session_detail_names_its_target_without_its_set_up(owner, owner_api, operators_targets):
+    session = session_create(owner=owner, target=operators_targets[1], title="Agent work")
 
-    response = alice_api.get(f"/api/v1/sessions/{session.pk}")
+    response = owner_api.get(f"/api/v1/sessions/{session.pk}")
 
     assert response.json()["target"] == {
         "id": operators_targets[1].pk,

@@ -44,9 +44,9 @@ def worker_env(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_ANTHROPIC_KEY)
 
 
-def run(alice, target: ProviderTarget, text: str = "hello") -> PromptGeneration:
-    chat = session_create(owner=alice, target=target, title="Chat")
-    generation = prompt_submit(session=chat, user=alice, text=text)
+def run(owner, target: ProviderTarget, text: str = "hello") -> PromptGeneration:
+    chat = session_create(owner=owner, target=target, title="Chat")
+    generation = prompt_submit(session=chat, user=owner, text=text)
     generation_run(generation_id=generation.pk)
     generation.refresh_from_db()
     return generation
@@ -74,14 +74,14 @@ def sent_headers(*providers: MockProvider) -> str:
 
 @pytest.mark.parametrize("key_env", ["SECRET_KEY", "KANDEV_DEMO_PASSWORD", "DATABASE_URL"])
 def test_a_target_naming_a_worker_secret_is_refused_and_the_secret_never_leaves(
-    alice, mock_provider, worker_env, key_env, caplog
+    owner, mock_provider, worker_env, key_env, caplog
 ):
     # Written straight to the database: no service would save it.
     target = ProviderTarget.objects.create(
         name="Claude", kind="anthropic", model="m", base_url=mock_provider.url, api_key_env=key_env
     )
 
-    generation = run(alice, target)
+    generation = run(owner, target)
 
     assert (generation.state, generation.error_code) == ("failed", "provider_not_configured")
     assert generation.error_message == wording.target_not_allowed("Claude")
@@ -97,7 +97,7 @@ def test_a_target_naming_a_worker_secret_is_refused_and_the_secret_never_leaves(
     ["an open port", "a path that is not found", "a closed port", "a wrong key"],
 )
 def test_a_host_no_allowlist_names_gets_one_card_whatever_is_there_and_no_connection(
-    alice, other_host, worker_env, set_up
+    owner, other_host, worker_env, set_up
 ):
     """With one answer for every host:port outside the allowlist, the worker is no port scanner."""
     other_host.reset()
@@ -115,7 +115,7 @@ def test_a_host_no_allowlist_names_gets_one_card_whatever_is_there_and_no_connec
         api_key_env="ANTHROPIC_API_KEY",
     )
 
-    generation = run(alice, target, "/auth hello" if set_up == "a wrong key" else "hello")
+    generation = run(owner, target, "/auth hello" if set_up == "a wrong key" else "hello")
 
     assert (generation.error_code, generation.error_message) == (
         "provider_not_configured",
@@ -124,7 +124,7 @@ def test_a_host_no_allowlist_names_gets_one_card_whatever_is_there_and_no_connec
     assert other_host.requests() == []
 
 
-def test_the_target_key_is_the_only_credential_the_worker_sends(alice, mock_provider, worker_env):
+def test_the_target_key_is_the_only_credential_the_worker_sends(owner, mock_provider, worker_env):
     target = ProviderTarget.objects.create(
         name="Claude",
         kind="anthropic",
@@ -133,7 +133,7 @@ def test_the_target_key_is_the_only_credential_the_worker_sends(alice, mock_prov
         api_key_env="ANTHROPIC_API_KEY",
     )
 
-    generation = run(alice, target)
+    generation = run(owner, target)
 
     assert generation.state == "succeeded"
     [request] = mock_provider.requests()
@@ -147,7 +147,7 @@ def test_the_target_key_is_the_only_credential_the_worker_sends(alice, mock_prov
     "set_up", ["a missing key", "a path that is not found", "a wrong key", "a closed port"]
 )
 def test_a_config_error_card_names_no_variable_host_port_or_path(
-    alice, mock_provider, worker_env, monkeypatch, retry_settings, set_up
+    owner, mock_provider, worker_env, monkeypatch, retry_settings, set_up
 ):
     retry_settings(max_attempts=0)
     port = closed_port()
@@ -167,7 +167,7 @@ def test_a_config_error_card_names_no_variable_host_port_or_path(
         api_key_env="ANTHROPIC_API_KEY",
     )
 
-    generation = run(alice, target, "/auth hello" if set_up == "a wrong key" else "hello")
+    generation = run(owner, target, "/auth hello" if set_up == "a wrong key" else "hello")
 
     assert generation.state == "failed"
     shown = card(generation)

@@ -157,9 +157,9 @@ def test_the_admin_flags_a_target_edited_in_the_database_that_workers_would_refu
     assert "SECRET_KEY is not a provider key variable" in page.content.decode()
 
 
-def test_an_ordinary_user_can_not_reach_the_target_admin(alice):
+def test_an_ordinary_user_can_not_reach_the_target_admin(owner):
     browser = Client()
-    browser.force_login(alice)
+    browser.force_login(owner)
 
     response = browser.post("/admin/sessions_app/providertarget/add/", admin_form())
 
