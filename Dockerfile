@@ -21,4 +21,5 @@ COPY . .
 RUN useradd --create-home --uid 1000 kandev
 USER kandev
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "kandev_web.asgi:application"]
+# The web process of devtools/processes.py (tests/integration/ops/test_compose.py checks it).
+CMD ["python", "-m", "daphne", "-b", "0.0.0.0", "-p", "8000", "kandev_web.asgi:application"]

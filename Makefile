@@ -17,20 +17,21 @@ NPM_STAMP := node_modules/.installed-$(NPM_LOCK_HASH)
 # Embedded services for `make test` / `make bench` live apart from `make run`'s, so a running app
 # and a test run never share a database server or a Redis.
 TEST_STATE := .kandev/test
-WITH_SERVICES := $(PY) -m kandev_web.devservices --state-dir $(TEST_STATE) exec --
+WITH_SERVICES := $(PY) -m devtools.devservices --state-dir $(TEST_STATE) exec --
 # Narrow a run: make test PYTEST_ARGS="tests/integration/ops -x"
 PYTEST_ARGS ?=
 
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install run test test-browser test-slow test-agents bench lint shell worker
+.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker
 
 help:
 	@echo "make run           start the app (embedded Postgres/Redis unless DATABASE_URL/REDIS_URL are set)"
 	@echo "make test          run the default test suite (PYTEST_ARGS=... to narrow it)"
+	@echo "make test-unit     the recovery library's unit tests: no Django, database or Redis"
 	@echo "make test-browser  browser tests (Playwright + Debian chromium)"
-	@echo "make test-slow     load and chaos tests"
+	@echo "make test-slow     chaos tests (real processes killed)"
 	@echo "make test-agents   end-to-end tests with the real agent CLIs (Claude Code, Codex, Gemini CLI)"
 	@echo "make bench         run benchmarks/bench_*.py and print one table"
 	@echo "make lint          ruff check"
@@ -72,10 +73,14 @@ $(STAMP): uv.lock pyproject.toml
 	@touch $@
 
 run: install
-	$(PY) -m kandev_web.supervisor
+	$(PY) -m devtools.supervisor
 
 test: install
 	$(WITH_SERVICES) $(PY) -m pytest $(PYTEST_ARGS)
+
+# No services started: these tests must not need any (-p no:django keeps them honest).
+test-unit: install
+	$(PY) -m pytest -p no:django tests/unit/recovery tests/unit/acp $(PYTEST_ARGS)
 
 test-browser: install
 	$(WITH_SERVICES) $(PY) -m pytest -m browser $(PYTEST_ARGS)
@@ -85,9 +90,9 @@ test-agents: install
 
 # ALLOW_EMPTY=1: pytest's exit 5 ("no tests collected") counts as success (.ci/run sets it).
 test-slow: install
-	$(WITH_SERVICES) $(PY) -m pytest -m "load or chaos" $(PYTEST_ARGS) || { \
+	$(WITH_SERVICES) $(PY) -m pytest -m chaos $(PYTEST_ARGS) || { \
 	  code=$$?; \
-	  if [ "$$code" = 5 ] && [ -n "$(ALLOW_EMPTY)" ]; then echo "no load or chaos tests collected"; \
+	  if [ "$$code" = 5 ] && [ -n "$(ALLOW_EMPTY)" ]; then echo "no chaos tests collected"; \
 	  else exit "$$code"; fi; }
 
 bench: install

@@ -29,7 +29,7 @@ import time
 import urllib.request
 import uuid
 
-from kandev_web.testbed import ROOT, manage, percentile, throwaway_database
+from devtools.testbed import ROOT, manage, percentile, throwaway_database
 
 AGENT_KINDS = ("claude", "codex", "gemini")
 TURNS = 2

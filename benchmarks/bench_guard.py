@@ -19,8 +19,9 @@ import openai
 
 from recovery.clock import SystemClock
 from recovery.events import ModelCall, TextDelta, TextPart, Turn
+from recovery.guard import CancelToken, open_stream
 from recovery.mock.testing import running_mock_server
-from recovery.providers import CancelToken, StreamTimeouts, TargetConfig, adapter_for, open_stream
+from recovery.providers import StreamTimeouts, TargetConfig, adapter_for
 
 EVENTS = 5000
 REPEATS = 21  # medians of 21 interleaved pairs: stable on a shared, noisy machine

@@ -9,6 +9,7 @@ another terminal reach the same services without set-up.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 from django.core.exceptions import ImproperlyConfigured
 
 from recovery.budget import RetrySettings
+from recovery.hosts import HostAllowlist
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 STATE_DIR = Path(os.environ.get("KANDEV_STATE_DIR", BASE_DIR / ".kandev"))
@@ -124,7 +126,6 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY", "kandev-dev-only-insecure-secret-key")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
-PORT = env_int("PORT", 8000)
 
 INSTALLED_APPS = [
     "daphne",
@@ -282,6 +283,61 @@ KANDEV_DEMO_PASSWORD = os.environ.get("KANDEV_DEMO_PASSWORD", "")
 
 # The mock provider server that `make run` starts and the demo target points at.
 KANDEV_MOCK_PROVIDER_URL = env_str("KANDEV_MOCK_PROVIDER_URL", "http://127.0.0.1:8765")
+
+# ---- Provider targets: what an operator's target may name -----------------------------------
+# Checked when a target is saved (admin, `manage.py target_add`) and again each time a worker
+# uses one, so a row edited in the database directly is refused too.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+# The app's own secrets: never a provider key, whatever an operator lists.
+_NEVER_A_PROVIDER_KEY = frozenset({"SECRET_KEY", "DATABASE_URL", "REDIS_URL"})
+DEFAULT_PROVIDER_KEY_ENVS = [
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "TOGETHER_API_KEY",
+    "FIREWORKS_API_KEY",
+    "XAI_API_KEY",
+]
+# Public providers, plus loopback for `make run`'s mock provider and the tests. A shared
+# deployment lists only what it calls (docker-compose.yml shows one).
+DEFAULT_PROVIDER_HOSTS = [
+    "api.anthropic.com",
+    "api.openai.com",
+    "generativelanguage.googleapis.com",  # Gemini CLI's default
+    "localhost",
+    "127.0.0.1",
+    "[::1]",
+]
+
+
+def provider_key_envs(name: str, default: list[str]) -> frozenset[str]:
+    """The environment variables a target may name as its key (comma-separated names)."""
+    names = env_list(name, default)
+    for key_name in names:
+        if not _ENV_NAME.match(key_name):
+            raise ImproperlyConfigured(f"{name} lists {key_name!r}, which is not a variable name")
+        if key_name in _NEVER_A_PROVIDER_KEY or key_name.startswith("KANDEV_"):
+            raise ImproperlyConfigured(
+                f"{name} lists {key_name}, one of this app's own settings; it can never be a "
+                "provider key"
+            )
+    return frozenset(names)
+
+
+def provider_hosts(name: str, default: list[str]) -> HostAllowlist:
+    """The hosts a target's base URL may name: comma-separated `host` or `host:port`."""
+    try:
+        return HostAllowlist.parse(env_list(name, default))
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name}: {error}") from None
+
+
+KANDEV_PROVIDER_KEY_ENVS = provider_key_envs("KANDEV_PROVIDER_KEY_ENVS", DEFAULT_PROVIDER_KEY_ENVS)
+KANDEV_PROVIDER_HOSTS = provider_hosts("KANDEV_PROVIDER_HOSTS", DEFAULT_PROVIDER_HOSTS)
 
 LOGGING = {
     "version": 1,

@@ -20,6 +20,7 @@ from recovery.taxonomy import (
     Confidence,
     Evidence,
     Klass,
+    Source,
 )
 
 CATALOGUE_VERSION = "2026.11.1"
@@ -30,6 +31,8 @@ TEXT_LIMIT_CHARS = 16 * 1024
 _SSE_DATA_LINES_PARSED = 8
 
 _RATE_CODES = frozenset({Code.RATE_LIMITED, Code.QUOTA_LIMITED})
+# Where an error body's `error.code` may be an HTTP status relayed by a gateway.
+_HTTP_SOURCES = frozenset({Source.HTTP, Source.SSE})
 
 logger = logging.getLogger(__name__)
 
@@ -141,11 +144,36 @@ def digest(evidence: Evidence) -> Facts:
     lines = tuple(stripped for line in source_text.splitlines() if (stripped := line.strip()))
     return Facts(
         evidence=evidence,
-        status=evidence.status,
+        status=_status(evidence, bodies),
         provider_codes=frozenset(provider_codes),
         lines=lines,
         needles_found=precheck(source_text) if lines else frozenset(),
     )
+
+
+def _status(evidence: Evidence, bodies: list[Any]) -> int | None:
+    """The response's status, or the one a gateway's error body names inside a 200 stream.
+
+    OpenRouter and LiteLLM relay the upstream's HTTP status in ``error.code`` (a number, or a
+    string of digits); only an HTTP or SSE failure whose own status says nothing carries one."""
+    if evidence.status not in (None, 200) or evidence.source not in _HTTP_SOURCES:
+        return evidence.status
+    for body in bodies:
+        error = body.get("error")
+        relayed = _status_like(error.get("code")) if isinstance(error, dict) else None
+        if relayed is not None:
+            return relayed
+    return evidence.status
+
+
+def _status_like(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and 100 <= value <= 599:
+        return value
+    if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
+        return int(value)
+    return None
 
 
 def _classification(rule: Rule, facts: Facts) -> Classification:

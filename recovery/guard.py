@@ -12,9 +12,10 @@ thread blocked in recv() cannot be woken any other way; the same path serves can
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from recovery.cancel import CancelToken
 from recovery.clock import Clock, SystemClock
 from recovery.events import (
     ModelCall,
@@ -25,60 +26,45 @@ from recovery.events import (
     TurnEnd,
     Usage,
 )
+from recovery.providers import adapter_for
 from recovery.providers.base import ProviderAdapter, StreamTimeouts, TargetConfig
 from recovery.providers.failures import stamped, wire_failure
 from recovery.providers.transport import AbortScope
 from recovery.taxonomy import Exposure, Kind, Phase, ProviderFailure, Source
 
 _WATCH_SLICE_S = 0.25  # the watchdog re-reads the clock at least this often (FakeClock, jitter)
-_EXPOSURE_RANK = {
-    Exposure.NONE: 0,
-    Exposure.METADATA: 1,
-    Exposure.CONTENT: 2,
-    Exposure.TOOL_CALL: 3,
-}
 
 
-class CancelToken:
-    """A one-way switch shared by a stream, a backoff wait and whoever presses Cancel."""
+__all__ = ["CancelToken", "GuardedStream", "open_stream"]
 
-    __slots__ = ("_callbacks", "_event", "_lock")
 
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], None]] = []
+def open_stream(
+    target: TargetConfig,
+    call: ModelCall,
+    *,
+    cancel: CancelToken,
+    clock: Clock | None = None,
+    timeouts: StreamTimeouts | None = None,
+) -> GuardedStream:
+    """A guarded stream for one model call; the request is sent when iteration starts.
 
-    def cancel(self) -> None:
-        with self._lock:
-            if self._event.is_set():
-                return
-            self._event.set()
-            callbacks = list(self._callbacks)
-        for callback in callbacks:
-            callback()
+        stream = open_stream(target, call, cancel=token)
+        for event in stream:      # TextDelta | ThinkingDelta | ToolCall | Usage | TurnEnd
+            ...
+        # failures: ProviderFailure with Evidence, its exposure stamped here
 
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block up to ``timeout`` seconds; True as soon as (or if already) cancelled."""
-        return self._event.wait(timeout)
-
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Run ``callback`` on cancel (at once if already cancelled); returns an unsubscribe."""
-        with self._lock:
-            if not self._event.is_set():
-                self._callbacks.append(callback)
-                return lambda: self._discard(callback)
-        callback()
-        return lambda: None
-
-    def _discard(self, callback: Callable[[], None]) -> None:
-        with self._lock:
-            if callback in self._callbacks:
-                self._callbacks.remove(callback)
+    The target's adapter (and its SDK client's connection pool) is reused across calls.
+    """
+    clock = clock or SystemClock()
+    timeouts = timeouts or StreamTimeouts()
+    return GuardedStream(
+        adapter=adapter_for(target, timeouts=timeouts),
+        call=call,
+        target=target,
+        cancel=cancel,
+        clock=clock,
+        timeouts=timeouts,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,22 +1,29 @@
 """The one failure judge: a failed provider call in, classification + decision + attempt record out.
 
-Every caller (the app's retry ladder, library users, the CLI) hands a failure here exactly once;
-nothing else classifies a failure and then decides about it. The judge writes nothing: persisting
-the decision and the record is the caller's job.
+Every caller (the app's retry ladder, library users) hands a failure here exactly once; nothing
+else classifies a failure and then decides about it. For an agent whose whole prompt is the retry
+unit (ACP), the adapter's ``ReplayFacts`` come too, and the judge also says whether the prompt may
+be sent again. The judge writes nothing: persisting the decision and the record is the caller's.
+
+    judgement = judge(evidence=failure.evidence, replay=failure.replay_facts, budget=budget, ...)
+    judgement.replay.retry_allowed, judgement.replay.reason      # ACP only; None otherwise
+    judgement.decision.action, judgement.decision.message        # MANUAL whenever replay is refused
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from recovery.budget import Budget
 from recovery.classify import classify
 from recovery.clock import Clock
-from recovery.policy import Decision, decide
+from recovery.policy import Decision, decide, manual_decision
+from recovery.replay import ReplayDisposition, ReplayFacts, replay_disposition, replay_exposure
 from recovery.taxonomy import Classification, Evidence
 from recovery.telemetry import AttemptRecord, attempt_record_build
+from recovery.wording import replay_refused_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +52,15 @@ class Judgement:
     classification: Classification
     decision: Decision
     record: AttemptRecord
+    evidence: Evidence  # as judged: for a whole-prompt replay, with the exposure the judge used
+    replay: ReplayDisposition | None = None  # whether the whole prompt may be sent again (ACP)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayJudgement:
+    classification: Classification
+    replay: ReplayDisposition
+    evidence: Evidence  # exposure NONE only when the replay is proven safe
 
 
 def judge(
@@ -57,24 +73,44 @@ def judge(
     clock: Clock,
     rng: random.Random,
     stats: CallStats | None = None,
+    replay: ReplayFacts | None = None,
 ) -> Judgement:
     """Classify ``evidence``, decide with ``budget``, and build the call's attempt record.
 
     ``attempt`` is the 1-based number of the failed call within the turn (for the record).
+    ``replay``: what a failed whole-prompt attempt showed (ACP); a refused replay is manual.
     """
-    classification = classify(evidence)
-    decision = decide(
-        evidence=evidence,
-        classification=classification,
-        budget=budget,
-        current_target=current_target,
-        fallbacks=fallbacks,
-        clock=clock,
-        rng=rng,
-    )
+    disposition = None
+    if replay is None:
+        classification = classify(evidence)
+    else:
+        verdict = judge_replay(evidence=evidence, replay=replay)
+        classification, disposition, evidence = (
+            verdict.classification,
+            verdict.replay,
+            verdict.evidence,
+        )
+    if disposition is not None and not disposition.retry_allowed:
+        decision = manual_decision(
+            classification=classification,
+            budget=budget,
+            message=replay_refused_message(classification.code, reason=disposition.reason),
+        )
+    else:
+        decision = decide(
+            evidence=evidence,
+            classification=classification,
+            budget=budget,
+            current_target=current_target,
+            fallbacks=fallbacks,
+            clock=clock,
+            rng=rng,
+        )
     return Judgement(
         classification=classification,
         decision=decision,
+        evidence=evidence,
+        replay=disposition,
         record=call_record(
             attempt=attempt,
             target=current_target,
@@ -83,6 +119,24 @@ def judge(
             classification=classification,
             decision=decision,
         ),
+    )
+
+
+def judge_replay(*, evidence: Evidence, replay: ReplayFacts) -> ReplayJudgement:
+    """The classification of a failed whole-prompt attempt and whether it may be sent again.
+
+    The part of ``judge`` that needs no budget: the replay fixtures and the adapter's
+    transitional ``PromptFailure.classification`` / ``.replay`` read it directly.
+    """
+    classification = classify(evidence)
+    disposition = replay_disposition(facts=replay, classification=classification)
+    exposure = replay_exposure(
+        facts=replay, disposition=disposition, classification=classification
+    )
+    return ReplayJudgement(
+        classification=classification,
+        replay=disposition,
+        evidence=replace(evidence, exposure=exposure),
     )
 
 

@@ -25,7 +25,17 @@ from dataclasses import dataclass
 
 from recovery.budget import Budget
 from recovery.clock import Clock
-from recovery.taxonomy import CODE_POLICY, Classification, Code, Evidence, Klass
+from recovery.taxonomy import Classification, Code, Evidence, Klass
+from recovery.wording import (
+    exhausted_message,
+    failover_message,
+    hard_message,
+    out_of_time_message,
+    post_exposure_message,
+    retry_message,
+    unclassified_message,
+    wait_for_reset_message,
+)
 
 
 class Action(enum.StrEnum):
@@ -66,16 +76,7 @@ def decide(
     now = clock.now()
 
     def manual(message: str) -> Decision:
-        return Decision(
-            action=Action.MANUAL,
-            classification=classification,
-            wait_s=0.0,
-            retry_at=None,
-            target=None,
-            attempt=budget.retries,
-            max_attempts=settings.max_attempts,
-            message=message,
-        )
+        return manual_decision(classification=classification, budget=budget, message=message)
 
     code = classification.code
     if evidence.exposure.is_user_visible:
@@ -132,6 +133,20 @@ def decide(
     )
 
 
+def manual_decision(*, classification: Classification, budget: Budget, message: str) -> Decision:
+    """Stop and hand the turn to a person (Resume / Start fresh), saying ``message``."""
+    return Decision(
+        action=Action.MANUAL,
+        classification=classification,
+        wait_s=0.0,
+        retry_at=None,
+        target=None,
+        attempt=budget.retries,
+        max_attempts=budget.settings.max_attempts,
+        message=message,
+    )
+
+
 def _failover(
     classification: Classification, budget: Budget, target: str, *, now: float
 ) -> Decision:
@@ -175,101 +190,3 @@ def _provider_wait_s(evidence: Evidence, classification: Classification, *, now:
 
 def _next_fallback(fallbacks: Sequence[str], visited: Sequence[str]) -> str | None:
     return next((target for target in fallbacks if target not in visited), None)
-
-
-# ---- wording: honest, plain sentences; reasons come from CODE_POLICY ----------------------
-
-_PERSISTED = {
-    Code.PROVIDER_OVERLOADED: "The provider remained overloaded",
-    Code.PROVIDER_UNAVAILABLE: "The provider remained unavailable",
-    Code.NETWORK_UNAVAILABLE: "The network remained unavailable",
-    Code.MODEL_CAPACITY: "The model remained at capacity",
-    Code.RATE_LIMITED: "The provider kept rate-limiting requests",
-    Code.AGENT_TRANSPORT_LOST: "The connection to the agent kept dropping",
-    Code.PROVIDER_RESOURCE_EXHAUSTED: "The provider's resources remained exhausted",
-    Code.TRUNCATED_STREAM: "The provider kept cutting its response short",
-}
-_HARD_ADVICE = {
-    Code.AUTH_REQUIRED: "Check the credentials for this provider, then resume.",
-    Code.MISSING_CREDENTIALS: "Add credentials for this provider, then resume.",
-    Code.SUBSCRIPTION_REQUIRED: "This model needs a subscription the account does not have.",
-    Code.QUOTA_LIMITED: "Add credit or wait for the quota to reset, then resume.",
-    Code.MODEL_UNAVAILABLE: "Choose another model, then resume.",
-    Code.PROVIDER_NOT_CONFIGURED: "Check this provider's settings, then resume.",
-    Code.INVALID_REQUEST: "The provider rejected this request as sent; sending it again would fail the same way.",
-    Code.MALFORMED_STREAM: "Its reply could not be read; resume to try again.",
-}
-_RESETTING = frozenset({Code.QUOTA_LIMITED, Code.RATE_LIMITED})
-
-
-def duration_phrase(seconds: float) -> str:
-    """A short, rounded-up duration: "9 s", "1 min 30 s", "about 3 hours"."""
-    whole = max(math.ceil(seconds), 0)
-    if whole < 60:
-        return f"{whole} s"
-    if whole < 3600:
-        minutes, rest = divmod(whole, 60)
-        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
-    if whole < 86_400:
-        hours = round(whole / 3600)
-        return "about 1 hour" if hours == 1 else f"about {hours} hours"
-    days = round(whole / 86_400)
-    return "about 1 day" if days == 1 else f"about {days} days"
-
-
-def _reason(code: Code) -> str:
-    return CODE_POLICY[code].reason
-
-
-def retry_message(code: Code, *, wait_s: float, attempt: int, max_attempts: int) -> str:
-    when = "now" if wait_s <= 0 else f"in {duration_phrase(wait_s)}"
-    return f"{_reason(code)}. Retrying {when} (attempt {attempt} of {max_attempts})."
-
-
-def wait_for_reset_message(code: Code, *, wait_s: float, attempt: int, max_attempts: int) -> str:
-    return (
-        f"{_reason(code)}. Waiting {duration_phrase(wait_s)} for the limit to reset "
-        f"(attempt {attempt} of {max_attempts})."
-    )
-
-
-def failover_message(code: Code, *, target: str) -> str:
-    return f"{_reason(code)}. Switching to {target}."
-
-
-def exhausted_message(code: Code, *, attempts: int) -> str:
-    if attempts == 0:
-        return f"{_reason(code)}. Automatic retries are turned off (KANDEV_RETRY_MAX_ATTEMPTS=0)."
-    noun = "attempt" if attempts == 1 else "attempts"
-    return f"{_persisted(code)} after {attempts} {noun}."
-
-
-def out_of_time_message(code: Code, *, elapsed_s: float) -> str:
-    return f"{_persisted(code)} for {duration_phrase(elapsed_s)}; automatic retries have stopped."
-
-
-def hard_message(code: Code, *, resets_in_s: float | None) -> str:
-    if code is Code.CANCELLED:
-        return "Cancelled."
-    if code in _RESETTING and resets_in_s:
-        return f"{_reason(code)}. The limit resets in {duration_phrase(resets_in_s)}."
-    advice = _HARD_ADVICE.get(code, "Retrying would not fix this.")
-    return f"{_reason(code)}. {advice}"
-
-
-def post_exposure_message(code: Code) -> str:
-    return (
-        f"{_reason(code)} after part of the answer was shown. The partial answer is kept and "
-        "was not retried automatically; resume or start fresh to continue."
-    )
-
-
-def unclassified_message() -> str:
-    return (
-        "The provider returned an error that is not a known temporary failure, so it was not "
-        "retried automatically."
-    )
-
-
-def _persisted(code: Code) -> str:
-    return _PERSISTED.get(code, f"{_reason(code)} persisted")

@@ -131,7 +131,7 @@ class Evidence:
     source: Source
     excerpt: str = ""  # redacted (diagnostic tier) and bounded to EXCERPT_LIMIT_BYTES
     phase: Phase | None = None
-    kind: Kind = Kind.UNKNOWN
+    kind: Kind = Kind.UNKNOWN  # seen by the adapter itself; UNKNOWN for an error the provider sent
     status: int | None = None
     retry_after_ms: int | None = None
     provider_code: str | None = None  # e.g. "overloaded_error", "insufficient_quota", "-32603"
@@ -161,10 +161,6 @@ class Classification:
     @property
     def is_transient(self) -> bool:
         return self.klass is Klass.TRANSIENT
-
-
-def policy_for(code: Code) -> CodePolicy:
-    return CODE_POLICY[code]
 
 
 class ProviderFailure(Exception):

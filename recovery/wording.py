@@ -1,11 +1,146 @@
-"""Every sentence a person reads about a failed or retried turn, in one place.
+"""Every sentence a person reads about a failure: banners, cards and their reasons' phrasing.
 
-Plain functions and constants, no logic beyond choosing words: the judge, the ladder and the
-agent runners decide what happened; this module says it. Callers redact and bound what they pass
-in as ``detail`` before it reaches a viewer.
+Honest and plain: say what happened, what happens next, and what the person can do. The reason a
+sentence starts from is the code's label in ``taxonomy.CODE_POLICY`` (data, defined with the
+code's class so a new code cannot lack one); everything built from it is here. Plain functions
+and constants: nothing here decides anything or reaches a provider.
 """
 
 from __future__ import annotations
+
+import math
+
+from recovery.replay import ReplayReason
+from recovery.taxonomy import CODE_POLICY, Code
+
+_PERSISTED = {
+    Code.PROVIDER_OVERLOADED: "The provider remained overloaded",
+    Code.PROVIDER_UNAVAILABLE: "The provider remained unavailable",
+    Code.NETWORK_UNAVAILABLE: "The network remained unavailable",
+    Code.MODEL_CAPACITY: "The model remained at capacity",
+    Code.RATE_LIMITED: "The provider kept rate-limiting requests",
+    Code.AGENT_TRANSPORT_LOST: "The connection to the agent kept dropping",
+    Code.PROVIDER_RESOURCE_EXHAUSTED: "The provider's resources remained exhausted",
+    Code.TRUNCATED_STREAM: "The provider kept cutting its response short",
+}
+# Config problems point to an operator: only staff set targets up (and ordinary users must not
+# learn hosts, variables or ports from a card).
+ASK_AN_OPERATOR = "Ask an operator to check this target, then resume."
+AUTH_ADVICE = "Ask an operator to check this target's credentials, then resume."
+CREDENTIALS_ADVICE = "Ask an operator to add credentials for this target, then resume."
+_HARD_ADVICE = {
+    Code.AUTH_REQUIRED: AUTH_ADVICE,
+    Code.MISSING_CREDENTIALS: CREDENTIALS_ADVICE,
+    Code.SUBSCRIPTION_REQUIRED: "This model needs a subscription the account does not have.",
+    Code.QUOTA_LIMITED: "Add credit or wait for the quota to reset, then resume.",
+    Code.MODEL_UNAVAILABLE: "Choose another model, then resume.",
+    Code.PROVIDER_NOT_CONFIGURED: ASK_AN_OPERATOR,
+    Code.INVALID_REQUEST: "The provider rejected this request as sent; sending it again would fail the same way.",
+    Code.MALFORMED_STREAM: "Its reply could not be read; resume to try again.",
+}
+_RESETTING = frozenset({Code.QUOTA_LIMITED, Code.RATE_LIMITED})
+
+
+def duration_phrase(seconds: float) -> str:
+    """A short, rounded-up duration: "9 s", "1 min 30 s", "about 3 hours"."""
+    whole = max(math.ceil(seconds), 0)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        minutes, rest = divmod(whole, 60)
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    if whole < 86_400:
+        hours = round(whole / 3600)
+        return "about 1 hour" if hours == 1 else f"about {hours} hours"
+    days = round(whole / 86_400)
+    return "about 1 day" if days == 1 else f"about {days} days"
+
+
+def _reason(code: Code) -> str:
+    return CODE_POLICY[code].reason
+
+
+def retry_message(code: Code, *, wait_s: float, attempt: int, max_attempts: int) -> str:
+    when = "now" if wait_s <= 0 else f"in {duration_phrase(wait_s)}"
+    return f"{_reason(code)}. Retrying {when} (attempt {attempt} of {max_attempts})."
+
+
+def wait_for_reset_message(code: Code, *, wait_s: float, attempt: int, max_attempts: int) -> str:
+    return (
+        f"{_reason(code)}. Waiting {duration_phrase(wait_s)} for the limit to reset "
+        f"(attempt {attempt} of {max_attempts})."
+    )
+
+
+def failover_message(code: Code, *, target: str) -> str:
+    return f"{_reason(code)}. Switching to {target}."
+
+
+def exhausted_message(code: Code, *, attempts: int) -> str:
+    if attempts == 0:
+        return f"{_reason(code)}. Automatic retries are turned off (KANDEV_RETRY_MAX_ATTEMPTS=0)."
+    noun = "attempt" if attempts == 1 else "attempts"
+    return f"{_persisted(code)} after {attempts} {noun}."
+
+
+def out_of_time_message(code: Code, *, elapsed_s: float) -> str:
+    return f"{_persisted(code)} for {duration_phrase(elapsed_s)}; automatic retries have stopped."
+
+
+def hard_message(code: Code, *, resets_in_s: float | None) -> str:
+    if code is Code.CANCELLED:
+        return "Cancelled."
+    if code in _RESETTING and resets_in_s:
+        return f"{_reason(code)}. The limit resets in {duration_phrase(resets_in_s)}."
+    advice = _HARD_ADVICE.get(code, "Retrying would not fix this.")
+    return f"{_reason(code)}. {advice}"
+
+
+def post_exposure_message(code: Code) -> str:
+    return (
+        f"{_reason(code)} after part of the answer was shown. The partial answer is kept and "
+        "was not retried automatically; resume or start fresh to continue."
+    )
+
+
+def unclassified_message() -> str:
+    return (
+        "The provider returned an error that is not a known temporary failure, so it was not "
+        "retried automatically."
+    )
+
+
+def _persisted(code: Code) -> str:
+    return _PERSISTED.get(code, f"{_reason(code)} persisted")
+
+
+# Why an automatic whole-prompt retry was refused (an agent's prompt is its retry unit).
+REPLAY_REFUSED_BECAUSE: dict[ReplayReason, str] = {
+    ReplayReason.TOOL_ACTIVITY: "The agent had already used a tool, so the prompt was not sent "
+    "again automatically.",
+    ReplayReason.OUTPUT_SEEN: "The agent had already started answering, so the prompt was not "
+    "sent again automatically.",
+    ReplayReason.DIAGNOSTIC_MISMATCH: "The agent reported a different problem before it failed, "
+    "so the prompt was not sent again automatically.",
+    ReplayReason.DIAGNOSTIC_TEXT_NOT_CONTAINED: "The agent reported a different problem before it "
+    "failed, so the prompt was not sent again automatically.",
+    ReplayReason.NOT_CURRENT: "The failure could not be tied to this prompt, so nothing was "
+    "retried automatically.",
+}
+NOT_TRANSIENT_BECAUSE = (
+    "This failure is not known to be temporary, so nothing was retried automatically."
+)
+
+
+def replay_refused_because(reason: ReplayReason) -> str:
+    return REPLAY_REFUSED_BECAUSE.get(reason, NOT_TRANSIENT_BECAUSE)
+
+
+def replay_refused_message(code: Code, *, reason: ReplayReason) -> str:
+    return f"{_reason(code)}. {replay_refused_because(reason)}"
+
+
+# ---- how a turn ends when no provider failure is judged, and the cards around the ladder -------
 
 WORKER_LOST = (
     "The worker running this prompt stopped before it finished. What arrived is kept and marked "
@@ -14,23 +149,6 @@ WORKER_LOST = (
 RETRY_CANCELLED = "Automatic retry was cancelled. Resume or start fresh when ready."
 UNEXPECTED = "Something went wrong on our side while running this prompt. It was not retried."
 NO_PROMPT = "There is no prompt to send yet."
-
-# Why an ACP agent's failed prompt was not sent again automatically, by replay reason.
-_ACP_NOT_REPLAYED_BECAUSE = {
-    "tool_activity": "The agent had already used a tool, so the prompt was not sent again "
-    "automatically.",
-    "output_seen": "The agent had already started answering, so the prompt was not sent again "
-    "automatically.",
-    "diagnostic_mismatch": "The agent reported a different problem before it failed, so the "
-    "prompt was not sent again automatically.",
-    "diagnostic_text_not_contained": "The agent reported a different problem before it failed, "
-    "so the prompt was not sent again automatically.",
-    "not_current": "The failure could not be tied to this prompt, so nothing was retried "
-    "automatically.",
-}
-_NOT_KNOWN_TEMPORARY = (
-    "This failure is not known to be temporary, so nothing was retried automatically."
-)
 
 
 def tool_loop_limit(model_calls: int) -> str:
@@ -44,17 +162,19 @@ def target_is_agent(target: str) -> str:
     return f"Target {target} is an ACP agent; this worker runs direct providers only."
 
 
-def target_key_missing(target: str, env_name: str) -> str:
-    return (
-        f"Target {target} can't be called: the environment variable {env_name} is not set on "
-        "the worker."
-    )
+# A target's set-up is the operator's: a card about it says so, and never names the variable,
+# host, port, path or command behind it (the worker's log does, for staff). The same sentence for
+# every way a set-up can be wrong, so a card tells a user nothing about the server's insides.
+def target_not_allowed(target: str) -> str:
+    return f"Target {target} can't be used as it is set up. {ASK_AN_OPERATOR}"
+
+
+def target_key_missing(target: str) -> str:
+    return f"Target {target} can't be called: its API key is not available. {ASK_AN_OPERATOR}"
 
 
 def target_key_unnamed(target: str) -> str:
-    return (
-        f"Target {target} can't be called: no API key environment variable is configured for it."
-    )
+    return f"Target {target} can't be called: no API key is configured for it. {ASK_AN_OPERATOR}"
 
 
 def target_no_agent_kind(target: str) -> str:
@@ -66,9 +186,11 @@ def with_detail(message: str, detail: str) -> str:
     return f"{message} Details: {detail}" if detail else message
 
 
-def acp_not_replayed(*, reason: str, replay_reason: str, partial: bool, detail: str) -> str:
+def replay_refused_card(
+    code: Code, *, reason: ReplayReason, partial: bool, detail: str
+) -> str:
     """The card for an agent's failed prompt that was not sent again automatically."""
-    parts = [f"{reason}.", _ACP_NOT_REPLAYED_BECAUSE.get(replay_reason, _NOT_KNOWN_TEMPORARY)]
+    parts = [replay_refused_message(code, reason=reason)]
     if partial:
         parts.append("What the agent showed is kept and marked incomplete.")
     parts.append("Resume or start fresh when ready.")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
 
+from sessions_app.errors import InvalidInput
 from sessions_app.models import (
     ApiToken,
     Message,
@@ -15,6 +17,8 @@ from sessions_app.models import (
     TargetFallback,
     Task,
 )
+from sessions_app.services import target_fields_check
+from sessions_app.target_rules import target_problems
 
 
 class TargetFallbackInline(admin.TabularInline):
@@ -23,13 +27,55 @@ class TargetFallbackInline(admin.TabularInline):
     extra = 0
 
 
+class ProviderTargetForm(forms.ModelForm):
+    """Staff's way to set up a target: the service's checks (the operator's allowlists) decide."""
+
+    class Meta:
+        model = ProviderTarget
+        fields = ["name", "kind", "agent_kind", "base_url", "model", "api_key_env"]
+        help_texts = {
+            "base_url": "Empty for the provider's default. Its host must be listed in "
+            "KANDEV_PROVIDER_HOSTS. For an ACP agent, what the agent's own base-URL variable "
+            "takes (see the README).",
+            "agent_kind": "ACP only: which agent of the registry runs the prompts.",
+            "api_key_env": "The name of the environment variable holding the key (never the "
+            "key itself), one of KANDEV_PROVIDER_KEY_ENVS.",
+        }
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        try:
+            target_fields_check(
+                kind=cleaned.get("kind", ""),
+                base_url=cleaned.get("base_url", ""),
+                model=cleaned.get("model", ""),
+                api_key_env=cleaned.get("api_key_env", ""),
+                agent_kind=cleaned.get("agent_kind", ""),
+            )
+        except InvalidInput as error:
+            self.add_error(error.field if error.field in self.fields else None, error.message)
+        return cleaned
+
+
 @admin.register(ProviderTarget)
 class ProviderTargetAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "model", "base_url", "api_key_env", "created_at"]
+    form = ProviderTargetForm
+    list_display = ["name", "kind", "model", "base_url", "api_key_env", "allowed", "created_at"]
     list_filter = ["kind"]
     search_fields = ["name", "model"]
-    readonly_fields = ["created_at"]
+    readonly_fields = ["created_at", "refused_because"]
     inlines = [TargetFallbackInline]
+
+    @admin.display(boolean=True, description="Allowed")
+    def allowed(self, obj: ProviderTarget) -> bool:
+        """False for a target the workers refuse under today's allowlists (say, after a change
+        to KANDEV_PROVIDER_HOSTS, or a row edited in the database)."""
+        return not target_problems(kind=obj.kind, base_url=obj.base_url, api_key_env=obj.api_key_env)
+
+    @admin.display(description="Refused because")
+    def refused_because(self, obj: ProviderTarget) -> str:
+        problems = target_problems(kind=obj.kind, base_url=obj.base_url, api_key_env=obj.api_key_env)
+        return "; ".join(f"{p.field} {p.message}" for p in problems) or "-"
 
 
 @admin.register(Task)

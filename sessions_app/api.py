@@ -3,6 +3,10 @@
 Views here only translate HTTP to services and selectors and domain errors to status codes:
 SessionNotFound -> 404 (one body for unknown and foreign ids), InvalidInput -> 422 with the field,
 GenerationActive -> 409, an oversized body -> 413.
+
+Targets belong to the operator: the API lists them (name, kind, model and fallbacks; never a
+command, URL or variable name) and refuses to create one with a 403 for every token, staff
+included. Staff set targets up in the admin or with `manage.py target_add`.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from sessions_app.api_schemas import (
     SessionOut,
     SessionPatchIn,
     StopOut,
-    TargetIn,
     TargetOut,
     TaskIn,
     TaskOut,
@@ -43,6 +46,10 @@ api = NinjaAPI(
 )
 
 NOT_FOUND = {"detail": "Not found."}
+TARGETS_ARE_THE_OPERATORS = {
+    "detail": "Targets are set up by an operator, in the admin or with `manage.py target_add`; "
+    "the API only lists them."
+}
 EVENTS_PAGE_LIMIT = 1000
 
 
@@ -69,14 +76,12 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 
 
 def _target_out(target: ProviderTarget) -> dict:
+    # What a user picks a target by. Its command, URL and key variable are the operator's.
     return {
         "id": target.pk,
         "name": target.name,
         "kind": target.kind,
-        "base_url": target.base_url,
         "model": target.model,
-        "api_key_env": target.api_key_env,
-        "agent_kind": target.agent_kind,
         "fallbacks": selectors.target_fallback_ids(target=target),
     }
 
@@ -106,10 +111,11 @@ def targets_list(request: HttpRequest) -> list[dict]:
     return [_target_out(t) for t in selectors.targets_all()]
 
 
-@api.post("/v1/targets", response={201: TargetOut, 422: ErrorOut})
-def targets_create(request: HttpRequest, payload: TargetIn) -> Status:
-    target = services.target_create(**payload.dict())
-    return Status(201, _target_out(selectors.targets_all().get(pk=target.pk)))
+@api.post("/v1/targets", response={403: ErrorOut})
+def targets_create(request: HttpRequest) -> Status:
+    """Always 403: a target's command, URL and key variable decide what the worker runs and where
+    it sends keys and prompts, so only staff set one up, and not through the API."""
+    return Status(403, TARGETS_ARE_THE_OPERATORS)
 
 
 @api.get("/v1/tasks", response=list[TaskOut])

@@ -8,28 +8,15 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import Field
 
-TargetKind = Literal["anthropic", "openai", "acp", "mock"]
-AgentKind = Literal["", "mock", "claude", "codex", "gemini"]
-
-
-class TargetIn(Schema):
-    name: str = Field(min_length=1, max_length=100)
-    kind: TargetKind
-    base_url: str = Field(default="", max_length=500)
-    model: str = Field(default="", max_length=200)
-    api_key_env: str = Field(default="", max_length=100, description="Name of the env variable")
-    agent_kind: AgentKind = Field(default="", description="ACP only: the registry's agent")
-    fallbacks: list[int] = Field(default_factory=list, max_length=20)
-
 
 class TargetOut(Schema):
+    """A target as a user sees it; how it is set up (command, URL, key variable) is the
+    operator's and never leaves the server."""
+
     id: int
     name: str
     kind: str
-    base_url: str
     model: str
-    api_key_env: str
-    agent_kind: str
     fallbacks: list[int]
 
 

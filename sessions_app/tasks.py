@@ -15,8 +15,8 @@ from django.conf import settings
 from recovery.providers.acp.process import agent_processes_end_all
 from sessions_app import enqueue
 from sessions_app.agent.runner import generation_retry, generation_run
-from sessions_app.ladder.services import ladder_sweep
 from sessions_app.services import generations_reap_lost, generations_requeue_stale
+from sessions_app.services.ladder import ladder_sweep
 
 
 @shared_task(name=enqueue.RUN_GENERATION)

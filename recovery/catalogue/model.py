@@ -1,8 +1,8 @@
 """What a catalogue rule is, and the digested evidence rules are matched against.
 
 A rule is a frozen value, not code: its conditions are data (statuses, provider error types,
-evidence kinds, one anchored line pattern), so the registry reads as a table and the pre-check
-can be derived from it.
+evidence kinds and sources, one anchored line pattern), so the registry reads as a table and the
+pre-check can be derived from it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from recovery.taxonomy import Code, Confidence, Evidence, Kind, Phase
+from recovery.taxonomy import Code, Confidence, Evidence, Kind, Phase, Source
 
 # Cancellation words mean the caller (or the agent's own supervisor) stopped the work; a line
 # carrying them is never evidence that the transport failed on its own.
@@ -34,14 +34,12 @@ class Facts:
     """Evidence digested once per classification: what structured rules and line rules read."""
 
     evidence: Evidence
+    # The response's HTTP status; for an HTTP or SSE error inside a 200 (or status-less) stream,
+    # the status its error body names (OpenRouter, LiteLLM), else the 200 or None itself.
     status: int | None
     provider_codes: frozenset[str]  # lower-cased error types and codes (header, body, JSON-RPC)
     lines: tuple[str, ...]  # stripped, non-empty lines of provider text (JSON: messages only)
     needles_found: frozenset[str]  # the pre-check's hits: a line rule needs one of its own
-
-    @property
-    def text_may_match(self) -> bool:
-        return bool(self.needles_found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +53,7 @@ class Rule:
     provider_codes: frozenset[str] = frozenset()
     kinds: frozenset[Kind] = frozenset()
     phases: frozenset[Phase] = frozenset()
+    sources: frozenset[Source] = frozenset()  # empty: any source
     line: re.Pattern[str] | None = None  # matched with re.match on each stripped line
     line_check: Callable[[str], bool] | None = None  # for shapes a regex states badly
     needles: tuple[str, ...] = ()  # lower-case literals: any line this rule matches has one
@@ -87,5 +86,7 @@ class Rule:
         if self.provider_codes and not (self.provider_codes & facts.provider_codes):
             return False
         if self.kinds and evidence.kind not in self.kinds:
+            return False
+        if self.sources and evidence.source not in self.sources:
             return False
         return not self.phases or evidence.phase in self.phases

@@ -12,9 +12,12 @@ import re
 
 from recovery.catalogue.model import Rule, Tier
 from recovery.catalogue.signatures import is_cursor_exhausted_frame, is_cursor_transport_frame
-from recovery.taxonomy import Code, Confidence, Kind, Phase
+from recovery.taxonomy import Code, Confidence, Kind, Phase, Source
 
 S, E, B = Tier.STRUCTURED, Tier.EXACT, Tier.BROAD
+# An HTTP error response or an error event in a provider's stream: the only places where a bare
+# word such as "requests" or "overloaded" is a provider's error type rather than anyone's prose.
+_ERROR_BODY = frozenset({Source.HTTP, Source.SSE})
 
 # Claude agents print provider failures as "API Error: ..." and ACP wraps them in the JSON-RPC
 # "Internal error: " prefix; nothing else may precede the signature on its line.
@@ -56,7 +59,7 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         provider_codes=frozenset({"invalid_request_error", "billing_error"}),
         line=_line(r"Your credit balance is too low\b"),
-        needles=("your credit balance is too low",),
+        needles=("credit balance is too low",),
         why_narrow=(
             "Anthropic reports an empty balance as a 400 invalid_request_error; only that error "
             "type with this exact opening sentence is money, not a malformed request."
@@ -518,6 +521,82 @@ RULES: tuple[Rule, ...] = (
         line=_line(r".*\"type\": ?\"overloaded_error\""),
         needles=("overloaded_error",),
         why_narrow="The JSON member itself (quoted key and value), as in raw SSE or log lines.",
+    ),
+    # ---- broad: error types and phrases that only an HTTP or stream error body may carry. They
+    # come after every status and signature: they add a meaning only where nothing more specific
+    # spoke (a body with no status, or a status no rule above names).
+    Rule(
+        id="openai.billing_hard_limit_reached.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        provider_codes=frozenset({"billing_hard_limit_reached"}),
+        sources=_ERROR_BODY,
+        why_narrow=(
+            "OpenAI's code for a spent spending limit, read only from an error body; its usual "
+            "400 and invalid_request_error type are named first by the rules above."
+        ),
+    ),
+    Rule(
+        id="anthropic.credit_balance_too_low.phrase.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        line=_line(r".*credit balance is too low", flags=re.IGNORECASE),
+        needles=("credit balance is too low",),
+        sources=_ERROR_BODY,
+        why_narrow=(
+            "The empty-balance sentence anywhere in an error body's message, when no error type "
+            "or status said more; agent prose about credit never comes from an error body."
+        ),
+    ),
+    Rule(
+        id="openai.overloaded_code.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        provider_codes=frozenset({"overloaded"}),
+        sources=_ERROR_BODY,
+        why_narrow=(
+            "OpenAI-compatible servers' overload code; a bare word, so only from an error body, "
+            "and after the server_error type and the 5xx statuses it usually travels with."
+        ),
+    ),
+    Rule(
+        id="openai.rate_limit_types.v1",
+        code=Code.RATE_LIMITED,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        provider_codes=frozenset({"requests", "tokens", "throttling_error"}),
+        sources=_ERROR_BODY,
+        why_narrow=(
+            "OpenAI's rate-limit types (requests, tokens) and LiteLLM's throttling_error: bare "
+            "words, so only from an error body, after the codes and the 429 they come with."
+        ),
+    ),
+    Rule(
+        id="http.internal_error_type.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        provider_codes=frozenset({"internal_error"}),
+        sources=_ERROR_BODY,
+        why_narrow=(
+            "A gateway's internal_error type with no status to go by; JSON-RPC's 'Internal "
+            "error' from an agent is a message, not this type, and never an error body."
+        ),
+    ),
+    Rule(
+        id="anthropic.not_found_error.v1",
+        code=Code.INVALID_REQUEST,
+        tier=B,
+        confidence=Confidence.MEDIUM,
+        provider_codes=frozenset({"not_found_error"}),
+        sources=_ERROR_BODY,
+        why_narrow=(
+            "Anthropic's not_found_error without its 404 (which names a wrong base URL first): "
+            "the request names something that does not exist, on every attempt."
+        ),
     ),
     Rule(
         id="evidence.kind.overload.v1",

@@ -9,6 +9,9 @@ POST   /_mock/script  {"scenario": "overloaded:2", "conversation"?, "wire"?, "mo
                       with the same fields replaces the older one. It stays until cleared.
 GET    /_mock/script                             the scripts in force
 DELETE /_mock/script[?conversation=C]            clear them (or one conversation's)
+POST   /_mock/redirect {"location": url, "status"?: 301|302|303|307|308 (307)}
+                      answer every model request with that redirect until cleared or reset
+DELETE /_mock/redirect                           stop redirecting
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/_mock/script", _script_set)
     app.router.add_get("/_mock/script", _scripts)
     app.router.add_delete("/_mock/script", _scripts_clear)
+    app.router.add_post("/_mock/redirect", _redirect_set)
+    app.router.add_delete("/_mock/redirect", _redirect_clear)
 
 
 def _bad(message: str) -> web.Response:
@@ -115,3 +120,24 @@ async def _scripts_clear(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     state.scripts_clear(conversation=request.query.get("conversation"))
     return web.json_response({"ok": True, "scripts": [s.describe() for s in state.scripts]})
+
+
+_REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+
+
+async def _redirect_set(request: web.Request) -> web.Response:
+    try:
+        payload = await request.json()
+    except ValueError:
+        payload = None
+    location = payload.get("location") if isinstance(payload, dict) else None
+    status = payload.get("status", 307) if isinstance(payload, dict) else None
+    if not isinstance(location, str) or status not in _REDIRECT_STATUSES:
+        return _bad("expected {location, status?} with status one of 301 302 303 307 308")
+    request.app[STATE_KEY].redirect = {"location": location, "status": status}
+    return web.json_response({"ok": True, "redirect": request.app[STATE_KEY].redirect})
+
+
+async def _redirect_clear(request: web.Request) -> web.Response:
+    request.app[STATE_KEY].redirect = None
+    return web.json_response({"ok": True})

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from email.utils import formatdate
 
 from recovery.mock.steps import Fail, Failure
 
@@ -243,7 +242,3 @@ def _gateway_error(fail: Fail) -> ErrorResponse:
         }
     }
     return ErrorResponse(status, headers, body)
-
-
-def http_date_in(seconds: int) -> str:
-    return formatdate(time.time() + seconds, usegmt=True)

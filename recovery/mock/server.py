@@ -22,6 +22,9 @@ over, so "529 twice, then success" works again in every new session.
 Malformed requests (no credential, a body that is not JSON, missing fields, an unknown scenario
 in a marker, an unknown Gemini method) are refused in the wire's own error shape with a message
 that says what is wrong.
+
+Every request is logged with its headers (credentials as fingerprints), so tests can check what a
+client really sent; while a redirect is in force (control.py) every model request answers with it.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from recovery.mock.selection import (
     selection_from_script,
     selection_from_text,
 )
-from recovery.mock.state import STATE_KEY, MockState
+from recovery.mock.state import STATE_KEY, MockState, recorded_headers
 from recovery.mock.steps import Fail, Failure, Plan, Reply
 from recovery.mock.wires import ANTHROPIC, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES, WIRES, Wire
 
@@ -122,6 +125,7 @@ def _log(request: web.Request, wire: Wire, *, operation: str = "generate") -> di
         received_at=time.time(),  # epoch seconds: tests compare it with other processes' clocks
         disconnected=False,
         completed=False,
+        headers=recorded_headers(request.headers.items()),
     )
 
 
@@ -140,6 +144,10 @@ async def _serve(
     operation: str = "generate",
 ) -> web.StreamResponse:
     entry = _log(request, wire, operation=operation)
+    redirect = request.app[STATE_KEY].redirect
+    if redirect is not None:
+        entry.update(status=redirect["status"], completed=True)
+        return web.Response(status=redirect["status"], headers={"Location": redirect["location"]})
     credential = wire.credential(request)
     if not credential:
         error = wire.error(Fail(Failure.AUTH, status=wire.missing_credential_status))

@@ -1,7 +1,10 @@
-"""The mock server's memory: the request log, scripted scenarios and the attempt counters."""
+"""The mock server's memory: the request log, scripted scenarios, the attempt counters and a
+redirect in force."""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -10,6 +13,29 @@ from aiohttp import web
 from recovery.mock.conversations import AttemptBook
 
 SCRIPT_FIELDS = ("conversation", "wire", "model", "path")
+_CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key"}
+)
+
+
+def credential_fingerprint(secret: str) -> str:
+    """What the request log shows for a credential: enough to compare, never the value."""
+    return "sha256:" + hashlib.sha256(secret.encode()).hexdigest()[:16]
+
+
+def recorded_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """A request's headers as logged: names lower-cased, credentials as fingerprints, so a test
+    can check everything a client sent without the log ever holding a key."""
+    recorded = {}
+    for name, value in headers:
+        name = name.lower()
+        if name in _CREDENTIAL_HEADERS:
+            scheme, _, token = value.partition(" ")
+            value = (
+                f"{scheme} {credential_fingerprint(token)}" if token else credential_fingerprint(value)
+            )
+        recorded[name] = value
+    return recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +64,13 @@ class MockState:
     attempts: AttemptBook = field(default_factory=AttemptBook)
     requests: list[dict[str, Any]] = field(default_factory=list)
     scripts: list[Script] = field(default_factory=list)
+    redirect: dict[str, Any] | None = None  # {"location": url, "status": 3xx} while in force
 
     def reset(self) -> None:
         self.attempts.reset()
         self.requests.clear()
         self.scripts.clear()
+        self.redirect = None
 
     def script_set(self, script: Script) -> None:
         """A script with the same fields replaces the older one."""

@@ -17,6 +17,7 @@ from aiohttp import web
 from recovery.clock import FakeClock
 from recovery.mock.conversations import CONVERSATION_HEADER
 from recovery.mock.server import build_app
+from recovery.mock.state import credential_fingerprint
 from recovery.mock.wires import OPENAI_CHAT, OPENAI_RESPONSES
 from recovery.providers import TargetConfig
 
@@ -102,6 +103,11 @@ class MockProvider:
             root = f"{root}/conversations/{quote(conversation, safe='')}"
         return f"{root}/v1" if wire in (OPENAI_CHAT, OPENAI_RESPONSES) else root
 
+    @staticmethod
+    def fingerprint(secret: str) -> str:
+        """How the request log spells a credential header's value (it never holds the key)."""
+        return credential_fingerprint(secret)
+
     def requests(self, *, wire: str | None = None, conversation: str | None = None) -> list[dict]:
         """The request log, oldest first; narrowed to one wire and/or one conversation."""
         query = {k: v for k, v in (("wire", wire), ("conversation", conversation)) if v}
@@ -131,6 +137,15 @@ class MockProvider:
     def scripts_clear(self, *, conversation: str | None = None) -> None:
         params = {"conversation": conversation} if conversation else {}
         httpx2.delete(f"{self.url}/_mock/script", params=params).raise_for_status()
+
+    def redirect(self, location: str, *, status: int = 307) -> None:
+        """Answer every model request with a redirect to ``location`` until redirect_end()."""
+        httpx2.post(
+            f"{self.url}/_mock/redirect", json={"location": location, "status": status}
+        ).raise_for_status()
+
+    def redirect_end(self) -> None:
+        httpx2.delete(f"{self.url}/_mock/redirect").raise_for_status()
 
     def incident_start(
         self, *, seconds: float, status: int = 529, retry_after: int | None = None

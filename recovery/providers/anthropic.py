@@ -28,7 +28,7 @@ from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, Targ
 from recovery.providers.failures import stream_error_failure, wire_failure
 from recovery.providers.httpwire import SdkErrors, SSEResponseStream, sse_open
 from recovery.providers.sse import ServerSentEvent
-from recovery.providers.transport import abortable_http_client
+from recovery.providers.transport import abortable_http_client, without_ambient_headers
 from recovery.taxonomy import Kind, Phase, ProviderFailure
 
 _MESSAGE_START = Metadata("message_start")
@@ -218,13 +218,15 @@ class AnthropicAdapter:
 
     def __init__(self, target: TargetConfig, *, timeouts: StreamTimeouts) -> None:
         self._target = target
-        self._client = anthropic.Anthropic(
-            api_key=target.api_key,
-            base_url=target.base_url,
-            max_retries=0,  # one loop owns every retry (recovery/loop.py or the Celery ladder)
-            http_client=abortable_http_client(
-                connect_s=timeouts.connect_s, idle_s=timeouts.idle_s, write_s=timeouts.write_s
-            ),
+        self._client = without_ambient_headers(
+            anthropic.Anthropic(
+                api_key=target.api_key,
+                base_url=target.base_url,
+                max_retries=0,  # one loop owns every retry (the app's ladder)
+                http_client=abortable_http_client(
+                    connect_s=timeouts.connect_s, idle_s=timeouts.idle_s, write_s=timeouts.write_s
+                ),
+            )
         )
 
     def open(self, call: ModelCall, *, on_bytes: ByteObserver, clock: Clock) -> SSEResponseStream:

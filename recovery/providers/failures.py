@@ -1,8 +1,11 @@
-"""Decoding failures into Evidence: what the provider said, never what to do about it.
+"""Decoding failures into Evidence: what the provider said, never what it means.
 
 Every adapter raises ProviderFailure built here, so status, provider error type, Retry-After and
 rate-limit reset headers are read the same way for every wire. Excerpts are always redacted
 (diagnostic tier) and bounded; a JSON error body stays valid JSON so the classifier can read it.
+Nothing here matches provider codes or phrases: an error the provider sent keeps ``Kind.UNKNOWN``
+and the catalogue names it from its status, error type and text. ``kind`` is only ever what the
+adapter itself observed (a timeout, a dropped connection, a cut or unreadable stream, a cancel).
 """
 
 from __future__ import annotations
@@ -38,15 +41,8 @@ def _redactable_prefix(text: str) -> str:
     head = text[:_REDACT_INPUT_CHARS]
     cut = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
     return head[:cut] if cut > 0 else ""
-_PAYMENT_CODES = frozenset({"insufficient_quota", "billing_error", "billing_hard_limit_reached"})
-_OVERLOAD_CODES = frozenset({"overloaded_error", "overloaded"})
-_RATE_CODES = frozenset(
-    {"rate_limit_error", "rate_limit_exceeded", "throttling_error", "requests", "tokens"}
-)
-_AUTH_CODES = frozenset({"authentication_error", "permission_error", "invalid_api_key"})
-_SERVER_CODES = frozenset({"api_error", "server_error", "internal_error"})
-_INVALID_CODES = frozenset({"invalid_request_error", "request_too_large", "not_found_error"})
-_CREDIT_PHRASE = "credit balance is too low"
+
+
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 
 
@@ -59,16 +55,15 @@ def status_failure(
     body: bytes | str,
     clock: Clock,
 ) -> ProviderFailure:
-    """An HTTP error response (any non-2xx)."""
+    """An HTTP error response (any non-2xx): its status, error type, headers and body, unjudged."""
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     payload = _loads(text)
-    code, message, gateway_status = error_facts(payload)
+    code = provider_code_of(payload)
     phase = Phase.AUTH if status in (401, 403) else Phase.HEADERS
     evidence = Evidence(
         source=Source.HTTP,
         excerpt=_excerpt(payload, text),
         phase=phase,
-        kind=kind_for(status=status, code=code, message=message, gateway_status=gateway_status),
         status=status,
         retry_after_ms=retry_after_ms(headers, clock=clock),
         provider_code=code,
@@ -82,13 +77,12 @@ def status_failure(
 def stream_error_failure(
     *, provider_id: str, model: str, payload: Any, status: int | None
 ) -> ProviderFailure:
-    """An error object inside a 200 stream: judged by its body, never by the 200."""
-    code, message, gateway_status = error_facts(payload)
+    """An error object inside a 200 stream: judged by its body (by the catalogue), never the 200."""
+    code = provider_code_of(payload)
     evidence = Evidence(
         source=Source.SSE,
         excerpt=_excerpt(payload, ""),
         phase=Phase.STREAM,
-        kind=kind_for(status=None, code=code, message=message, gateway_status=gateway_status),
         status=status,
         provider_code=code,
         provider_id=provider_id,
@@ -126,23 +120,21 @@ def stamped(
     return ProviderFailure(evidence, failure.detail)
 
 
-def error_facts(payload: Any) -> tuple[str | None, str, int | None]:
-    """(provider code, message, gateway status) of Anthropic, OpenAI, OpenRouter and LiteLLM bodies.
+def provider_code_of(payload: Any) -> str | None:
+    """The error type or code an Anthropic, OpenAI, OpenRouter or LiteLLM body names, as sent.
 
     OpenRouter puts an HTTP status in `error.code` and the upstream's own body in
-    `error.metadata.raw`; LiteLLM puts the status in `error.code` as a string. What the upstream
-    said wins over the gateway's wrapper, because it names the real cause."""
+    `error.metadata.raw`; LiteLLM puts the status in `error.code` as a string. A status is not an
+    error code (the catalogue reads it from the excerpt), and what the upstream said wins over
+    the gateway's wrapper, because it names the real cause. Recorded, never interpreted here."""
     error = payload.get("error") if isinstance(payload, dict) else None
     if not isinstance(error, dict):
-        return None, error if isinstance(error, str) else "", None
-    message = error.get("message") if isinstance(error.get("message"), str) else ""
+        return None
     raw_code = error.get("code")
-    gateway_status = _status_like(raw_code)
     kind = error.get("type") if isinstance(error.get("type"), str) else None
-    code = raw_code if isinstance(raw_code, str) and gateway_status is None else None
+    code = raw_code if isinstance(raw_code, str) and _status_like(raw_code) is None else None
     upstream = _upstream_code(error.get("metadata"))
-    chosen = upstream or code or (kind if kind not in (None, "None", "error") else None)
-    return chosen, message, gateway_status
+    return upstream or code or (kind if kind not in (None, "None", "error") else None)
 
 
 def _upstream_code(metadata: Any) -> str | None:
@@ -164,28 +156,6 @@ def _status_like(value: Any) -> int | None:
     if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
         return int(value)
     return None
-
-
-def kind_for(
-    *, status: int | None, code: str | None, message: str, gateway_status: int | None
-) -> Kind:
-    effective = status if status not in (None, 200) else gateway_status
-    code = (code or "").lower()
-    if code in _PAYMENT_CODES or _CREDIT_PHRASE in message.lower() or effective == 402:
-        return Kind.PAYMENT
-    if code in _OVERLOAD_CODES or effective == 529:
-        return Kind.OVERLOAD
-    if code in _RATE_CODES or effective == 429:
-        return Kind.RATE_LIMIT
-    if code in _AUTH_CODES or effective in (401, 403):
-        return Kind.AUTH
-    if effective == 408:
-        return Kind.TIMEOUT
-    if code in _SERVER_CODES or (effective is not None and 500 <= effective <= 599):
-        return Kind.SERVER
-    if code in _INVALID_CODES or (effective is not None and 400 <= effective <= 499):
-        return Kind.INVALID_REQUEST
-    return Kind.UNKNOWN
 
 
 def retry_after_ms(headers: Mapping[str, str], *, clock: Clock) -> int | None:

@@ -28,7 +28,7 @@ from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, Targ
 from recovery.providers.failures import stream_error_failure, wire_failure
 from recovery.providers.httpwire import SdkErrors, SSEResponseStream, sse_open
 from recovery.providers.sse import ServerSentEvent
-from recovery.providers.transport import abortable_http_client
+from recovery.providers.transport import abortable_http_client, without_ambient_headers
 from recovery.taxonomy import Kind, Phase, ProviderFailure
 
 _CHUNK = Metadata("chunk")
@@ -69,8 +69,9 @@ def openai_request(call: ModelCall, *, model: str) -> dict[str, Any]:
 
 
 def _messages(role: str, parts: tuple) -> list[dict[str, Any]]:
-    text = "".join(p.text for p in parts if isinstance(p, TextPart))
+    texts = [p.text for p in parts if isinstance(p, TextPart)]
     if role == "assistant":
+        text = "".join(texts)
         calls = [
             {
                 "id": p.id,
@@ -90,8 +91,10 @@ def _messages(role: str, parts: tuple) -> list[dict[str, Any]]:
         for p in parts
         if isinstance(p, ToolResultPart)
     ]
-    if text:
-        out.append({"role": "user", "content": text})
+    # Two prompts in one user turn (the first was stopped before an answer) stay two paragraphs,
+    # never run together into one word.
+    if texts:
+        out.append({"role": "user", "content": "\n\n".join(texts)})
     return out
 
 
@@ -220,14 +223,19 @@ class OpenAICompatAdapter:
 
     def __init__(self, target: TargetConfig, *, timeouts: StreamTimeouts) -> None:
         self._target = target
-        self._client = openai.OpenAI(
-            api_key=target.api_key,
-            base_url=target.base_url,
-            max_retries=0,  # one loop owns every retry
-            http_client=abortable_http_client(
-                connect_s=timeouts.connect_s, idle_s=timeouts.idle_s, write_s=timeouts.write_s
-            ),
+        self._client = without_ambient_headers(
+            openai.OpenAI(
+                api_key=target.api_key,
+                base_url=target.base_url,
+                max_retries=0,  # one loop owns every retry
+                http_client=abortable_http_client(
+                    connect_s=timeouts.connect_s, idle_s=timeouts.idle_s, write_s=timeouts.write_s
+                ),
+            )
         )
+        # Read from OPENAI_ORG_ID / OPENAI_PROJECT_ID when not passed; a target names neither.
+        self._client.organization = None
+        self._client.project = None
 
     def open(self, call: ModelCall, *, on_bytes: ByteObserver, clock: Clock) -> SSEResponseStream:
         model = self._target.model or call.model

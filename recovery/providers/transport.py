@@ -134,7 +134,26 @@ class AbortableTransport(httpx2.HTTPTransport):
 
 
 def abortable_http_client(*, connect_s: float, idle_s: float, write_s: float) -> httpx2.Client:
-    """httpx client for an SDK: read timeout = idle timeout (exact, reset by any bytes)."""
+    """httpx client for an SDK: read timeout = idle timeout (exact, reset by any bytes).
+
+    A request goes to its target's URL and nowhere else. Redirects are not followed: the SDKs'
+    own clients follow them, and a redirect would carry the prompt and the key to whatever host
+    it names. A redirect comes back as the provider's status and is judged like any other. The
+    client does not read the environment (trust_env=False), and with a transport of our own the
+    proxy variables never apply either."""
     timeout = httpx2.Timeout(connect=connect_s, read=idle_s, write=write_s, pool=connect_s)
     transport = AbortableTransport(socket_options=[(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)])
-    return httpx2.Client(transport=transport, timeout=timeout, follow_redirects=True)
+    return httpx2.Client(
+        transport=transport, timeout=timeout, follow_redirects=False, trust_env=False
+    )
+
+
+def without_ambient_headers(client: Any) -> Any:
+    """Drop the headers an SDK client took from the worker's environment.
+
+    Both SDKs add ``ANTHROPIC_CUSTOM_HEADERS`` / ``OPENAI_CUSTOM_HEADERS`` to every request
+    whatever its base URL; a request must carry only what its target configures. We never pass
+    custom headers, so the SDK's store of them is emptied. tests/integration/wire/test_outbound.py
+    fails loudly if a release renames the attribute."""
+    client._custom_headers = {}
+    return client

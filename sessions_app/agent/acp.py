@@ -11,10 +11,11 @@ A response-attempt boundary (the agent abandoned its answer and is regenerating 
 generation's assistant and thinking rows written since the last commit boundary (a tool call, or
 the previous boundary) before any replacement is written, so viewers never see an answer twice.
 
-A failed attempt is handed to the turn's ladder only when the library proved it showed nothing
-(``failure.replay.retry_allowed``); then the visible ladder owns the wait, the notice and the
-scheduled retry, which runs the whole prompt again in a new agent process. Every other failure is
-manual recovery at once, with no notice: the agent may have done something we can't undo.
+A failed attempt goes to the turn's ladder with what it showed (``failure.replay_facts``); the
+judge allows an automatic retry only when that proves the attempt showed nothing, and then the
+visible ladder owns the wait, the notice and the scheduled retry, which runs the whole prompt
+again in a new agent process. Every other failure is manual recovery at once, with no notice:
+the agent may have done something we can't undo.
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ from recovery.providers.acp import (
 )
 from sessions_app.agent.acp_context import acp_prompt_text
 from sessions_app.agent.targets import TargetUnusable, acp_config_for
-from sessions_app.agent.turn import HandedBack, Judged, NotReplayable, Turn, TurnFailed, TurnResult
+from sessions_app.agent.turn import HandedBack, Judged, Turn, TurnFailed, TurnResult
 from sessions_app.models import Message, Session
 from sessions_app.services import message_create, message_finish, message_retract, message_update
+from sessions_app.services.ladder import call_succeeded
 
 logger = logging.getLogger(__name__)
 
@@ -87,20 +89,17 @@ class AcpDriver:
         ):
             return TurnResult.STOPPED
         if isinstance(outcome, PromptCompleted):
+            # The whole prompt is this agent's one provider call: record it like a model call.
+            call_succeeded(generation=self.generation, target_name=turn.target.name)
             return TurnResult.SUCCEEDED
         raise TurnFailed(self._failure(outcome))
 
-    def _failure(self, failure: PromptFailure) -> NotReplayable | Judged:
-        if not failure.replay.retry_allowed:
-            return NotReplayable(
-                classification=failure.classification,
-                replay_reason=str(failure.replay.reason),
-                detail=failure.message,
-            )
+    def _failure(self, failure: PromptFailure) -> Judged:
         return Judged(
             evidence=failure.evidence,
             detail=failure.message,
             model=failure.metadata.model_id or self.model_id or self.turn.target.model,
+            replay=failure.replay_facts,
         )
 
     # ---- one attempt ----------------------------------------------------------------------

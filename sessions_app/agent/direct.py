@@ -20,17 +20,17 @@ from recovery.events import (
     TurnEnd,
     Usage,
 )
+from recovery.guard import open_stream as provider_open_stream
 from recovery.judge import CallStats
-from recovery.providers import open_stream as provider_open_stream
 from recovery.providers.base import TargetConfig
 from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
 from sessions_app.agent.targets import TargetUnusable, target_config_for
 from sessions_app.agent.tools import ToolContext, tool_run, tool_specs
 from sessions_app.agent.transcript import model_call_build
 from sessions_app.agent.turn import HandedBack, Judged, Turn, TurnFailed, TurnResult
-from sessions_app.ladder.services import call_succeeded
 from sessions_app.models import Message
 from sessions_app.services import message_create
+from sessions_app.services.ladder import call_succeeded
 
 MAX_MODEL_CALLS = 8
 

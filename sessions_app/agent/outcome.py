@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from recovery import wording
 from recovery.policy import Decision
 from recovery.redact import redact_diagnostic
+from recovery.replay import ReplayReason
 from recovery.taxonomy import Classification, Code
 
 MESSAGE_LIMIT_BYTES = 1024
@@ -36,12 +37,12 @@ def ladder_outcome(*, decision: Decision, detail: str) -> RunFailure:
     )
 
 
-def not_replayed_outcome(
-    *, classification: Classification, replay_reason: str, partial: bool, detail: str
+def replay_refused_outcome(
+    *, classification: Classification, reason: ReplayReason, partial: bool, detail: str
 ) -> RunFailure:
-    """An agent's failed prompt that was not sent again automatically."""
-    message = wording.acp_not_replayed(
-        reason=classification.reason, replay_reason=replay_reason, partial=partial, detail=detail
+    """An agent's failed prompt that the judge would not send again automatically."""
+    message = wording.replay_refused_card(
+        classification.code, reason=reason, partial=partial, detail=detail
     )
     return RunFailure(code=str(classification.code), message=_safe(message))
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from django.conf import settings
 
 from sessions_app.models import ProviderTarget
+from sessions_app.target_rules import AGENT_DEFAULT_BASE_URLS
 
 Kind = ProviderTarget.AgentKind
 
@@ -51,8 +52,11 @@ class AgentSpec:
     label: str
     default_model: str
     launch: Callable[[LaunchRequest], AgentLaunch]
-    # The agent can run with no key of ours at all (the mock agent needs none).
-    needs_key: bool = True
+
+    @property
+    def needs_key(self) -> bool:
+        # An agent that calls a provider (it has a default URL to call) needs a key of ours.
+        return self.kind in AGENT_DEFAULT_BASE_URLS
 
 
 def _base_env(home: Path) -> dict[str, str]:
@@ -97,7 +101,7 @@ def _claude(request: LaunchRequest) -> AgentLaunch:
 
 
 CODEX_PROVIDER = "kandev"
-CODEX_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+CODEX_DEFAULT_BASE_URL = AGENT_DEFAULT_BASE_URLS[ProviderTarget.AgentKind.CODEX]
 
 
 def _toml_string(value: str) -> str:
@@ -211,7 +215,7 @@ GEMINI_MODEL = "gemini-2.5-pro"
 AGENTS: Mapping[str, AgentSpec] = {
     spec.kind: spec
     for spec in (
-        AgentSpec(Kind.MOCK, "Mock ACP agent", "mock-sonnet", _mock, needs_key=False),
+        AgentSpec(Kind.MOCK, "Mock ACP agent", "mock-sonnet", _mock),
         AgentSpec(Kind.CLAUDE, "Claude Code", CLAUDE_MODEL, _claude),
         AgentSpec(Kind.CODEX, "Codex", CODEX_MODEL, _codex),
         AgentSpec(Kind.GEMINI, "Gemini CLI", GEMINI_MODEL, _gemini),

@@ -14,9 +14,9 @@ from recovery.clock import Clock, SystemClock
 from sessions_app.agent.acp import AcpDriver
 from sessions_app.agent.direct import DirectDriver, StreamOpener
 from sessions_app.agent.turn import Driver, Turn
-from sessions_app.ladder.services import attempt_claim
 from sessions_app.models import PromptGeneration, ProviderTarget
 from sessions_app.services import generation_claim
+from sessions_app.services.ladder import attempt_claim
 
 logger = logging.getLogger(__name__)
 

@@ -2,12 +2,15 @@
 provider, an AcpTargetConfig (the registry's launch of its agent kind) for an ACP agent.
 
 The key lives only in the worker's environment, named by ``api_key_env``; it is read for each run
-and never stored, logged or put in an error message.
+and never stored, logged or put in an error message. A target, direct or ACP, is checked against
+the operator's allowlists (sessions_app.target_rules) before anything is read, sent or started: a
+refused target gets one neutral card, and the reason goes to the worker's log for staff.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +25,9 @@ from recovery.providers.base import TargetConfig
 from recovery.taxonomy import Evidence, Kind, Phase, ProviderFailure, Source
 from sessions_app.agent.registry import LaunchRequest, agent_spec
 from sessions_app.models import ProviderTarget
+from sessions_app.target_rules import base_url_effective, target_problems
+
+logger = logging.getLogger(__name__)
 
 # The mock server wants an auth header like a real provider but accepts any value.
 MOCK_PLACEHOLDER_KEY = "mock-key-not-secret"
@@ -40,27 +46,45 @@ class TargetUnusable(ProviderFailure):
 def target_config_for(
     target: ProviderTarget, *, environ: Mapping[str, str] = os.environ
 ) -> TargetConfig:
+    """What one run of a direct (or mock) target sends: its allowed URL and its allowed key.
+
+    ``environ`` is read for the key alone, by the allowed name, after the checks."""
     if target.kind == ProviderTarget.Kind.ACP:
         raise TargetUnusable(
             code="provider_not_configured",
             detail=wording.target_is_agent(target.name),
         )
+    problems = target_problems(
+        kind=target.kind, base_url=target.base_url, api_key_env=target.api_key_env
+    )
+    if problems:
+        logger.warning(
+            "target %r (#%s) refused: %s",
+            target.name,
+            target.pk,
+            "; ".join(f"{p.field} {p.message}" for p in problems),
+        )
+        raise TargetUnusable(
+            code="provider_not_configured", detail=wording.target_not_allowed(target.name)
+        )
     api_key = environ.get(target.api_key_env, "") if target.api_key_env else ""
     if target.kind == ProviderTarget.Kind.MOCK and not target.api_key_env:
         api_key = MOCK_PLACEHOLDER_KEY
     if not api_key:
-        detail = (
-            wording.target_key_missing(target.name, target.api_key_env)
-            if target.api_key_env
-            else wording.target_key_unnamed(target.name)
-        )
+        if target.api_key_env:
+            logger.warning(
+                "target %r (#%s): %s is not set on this worker",
+                target.name,
+                target.pk,
+                target.api_key_env,
+            )
+            detail = wording.target_key_missing(target.name)
+        else:
+            detail = wording.target_key_unnamed(target.name)
         raise TargetUnusable(code="missing_credentials", detail=detail)
-    base_url = target.base_url
-    if target.kind == ProviderTarget.Kind.MOCK and not base_url:
-        base_url = settings.KANDEV_MOCK_PROVIDER_URL
     return TargetConfig(
         provider_id=str(target.kind),
-        base_url=base_url,
+        base_url=base_url_effective(kind=target.kind, base_url=target.base_url),
         model=target.model or "mock-model",
         api_key=api_key,
         name=target.name,
@@ -88,6 +112,8 @@ def acp_config_for(
         raise TargetUnusable(
             code="provider_not_configured", detail=wording.target_no_agent_kind(target.name)
         )
+    # The same allowlists as a direct target's: the agent's key variable and the host it calls.
+    _refuse_what_the_operator_disallows(target)
     launch = spec.launch(
         LaunchRequest(
             home=_private_dir(f"home-{session_id}"),
@@ -106,13 +132,38 @@ def acp_config_for(
     )
 
 
+def _refuse_what_the_operator_disallows(target: ProviderTarget) -> None:
+    problems = target_problems(
+        kind=target.kind,
+        base_url=target.base_url,
+        api_key_env=target.api_key_env,
+        agent_kind=target.agent_kind,
+    )
+    if problems:
+        logger.warning(
+            "target %r (#%s) refused: %s",
+            target.name,
+            target.pk,
+            "; ".join(f"{p.field} {p.message}" for p in problems),
+        )
+        raise TargetUnusable(
+            code="provider_not_configured", detail=wording.target_not_allowed(target.name)
+        )
+
+
 def _agent_key(target: ProviderTarget, *, needed: bool, environ: Mapping[str, str]) -> str:
     if target.api_key_env:
         key = environ.get(target.api_key_env, "")
         if not key:
+            logger.warning(
+                "target %r (#%s): %s is not set on this worker",
+                target.name,
+                target.pk,
+                target.api_key_env,
+            )
             raise TargetUnusable(
                 code="missing_credentials",
-                detail=wording.target_key_missing(target.name, target.api_key_env),
+                detail=wording.target_key_missing(target.name),
             )
         return key
     if not needed or _is_loopback(target.base_url):

@@ -25,20 +25,21 @@ from django.conf import settings
 from recovery.clock import Clock
 from recovery.guard import CancelToken
 from recovery.judge import CallStats
-from recovery.taxonomy import Classification, Evidence
+from recovery.replay import ReplayFacts
+from recovery.taxonomy import Evidence
 from sessions_app.agent.coalescer import StreamWriter
 from sessions_app.agent.outcome import (
     RunFailure,
     handed_back_outcome,
     ladder_outcome,
-    not_replayed_outcome,
+    replay_refused_outcome,
     unexpected_outcome,
 )
 from sessions_app.agent.watch import StopWatcher
-from sessions_app.ladder.services import attempt_committed, failure_handle
 from sessions_app.models import Message, PromptGeneration, ProviderTarget
 from sessions_app.selectors import target_fallback_names
 from sessions_app.services import generation_end
+from sessions_app.services.ladder import attempt_committed, failure_handle
 
 logger = logging.getLogger(__name__)
 
@@ -57,26 +58,18 @@ class HandedBack:
 
 
 @dataclass(frozen=True, slots=True)
-class NotReplayable:
-    """An ACP prompt failed in a way that forbids sending it again (it showed something, used a
-    tool, or the failure can't be tied to it): manual recovery, with the agent's classification."""
-
-    classification: Classification
-    replay_reason: str
-    detail: str
-
-
-@dataclass(frozen=True, slots=True)
 class Judged:
-    """A failed provider call for the ladder to judge."""
+    """A failed provider call (direct) or prompt (ACP, with its ``replay`` facts) for the ladder
+    to judge."""
 
     evidence: Evidence
     detail: str
     model: str
     stats: CallStats | None = None
+    replay: ReplayFacts | None = None
 
 
-TurnFailure = HandedBack | NotReplayable | Judged
+TurnFailure = HandedBack | Judged
 
 
 class TurnFailed(Exception):
@@ -163,15 +156,8 @@ class Turn:
         """The one place a failed attempt meets the recovery ladder."""
         if isinstance(failure, HandedBack):
             outcome = handed_back_outcome(code=failure.code, detail=failure.detail)
-        elif isinstance(failure, NotReplayable):
-            outcome = not_replayed_outcome(
-                classification=failure.classification,
-                replay_reason=failure.replay_reason,
-                partial=driver.showed_output,
-                detail=failure.detail,
-            )
         else:
-            decision = failure_handle(
+            judgement = failure_handle(
                 generation=self.generation,
                 evidence=failure.evidence,
                 target_name=self.target.name,
@@ -182,7 +168,9 @@ class Turn:
                 clock=self.clock,
                 rng=self.rng,
                 stats=failure.stats,
+                replay=failure.replay,
             )
+            decision = judgement.decision
             if decision.is_automatic:
                 # Pre-exposure by construction: nothing of this attempt that the retry would
                 # repeat reached a viewer. What is open (a provider diagnostic line) stays,
@@ -195,7 +183,15 @@ class Turn:
                     decision.action,
                 )
                 return
-            outcome = ladder_outcome(decision=decision, detail=failure.detail)
+            if judgement.replay is not None and not judgement.replay.retry_allowed:
+                outcome = replay_refused_outcome(
+                    classification=judgement.classification,
+                    reason=judgement.replay.reason,
+                    partial=driver.showed_output,
+                    detail=failure.detail,
+                )
+            else:
+                outcome = ladder_outcome(decision=decision, detail=failure.detail)
         driver.seal(status=Message.Status.ERROR, incomplete=True)
         self._end_with(outcome)
 

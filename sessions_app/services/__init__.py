@@ -7,6 +7,8 @@ from sessions_app.services.board import (
     session_create,
     session_state_set,
     target_create,
+    target_fields_check,
+    target_update,
     task_create,
 )
 from sessions_app.services.events import event_append
@@ -62,5 +64,7 @@ __all__ = [
     "session_state_set",
     "session_stop",
     "target_create",
+    "target_fields_check",
+    "target_update",
     "task_create",
 ]

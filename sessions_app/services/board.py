@@ -1,8 +1,11 @@
-"""Targets, tasks and sessions: the things a person sets up before prompting."""
+"""Targets, tasks and sessions: the things set up before prompting.
+
+Targets are the operator's (the admin, `manage.py target_add`, seed_demo); every write of one
+goes through the allowlists in sessions_app.target_rules. Tasks and sessions are each user's own.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -13,11 +16,27 @@ from sessions_app import events as event_names
 from sessions_app.errors import InvalidInput
 from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
 from sessions_app.services.events import event_append
+from sessions_app.target_rules import target_problems
 
-# An environment variable *name*. Anything else (a pasted key such as "sk-ant-...") is refused, so
-# a secret can never end up stored in this column by mistake.
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 DIRECT_KINDS = (ProviderTarget.Kind.ANTHROPIC, ProviderTarget.Kind.OPENAI)
+
+
+def target_fields_check(
+    *, kind: str, base_url: str = "", model: str = "", api_key_env: str = "", agent_kind: str = ""
+) -> None:
+    """Raise InvalidInput for the first field the rules or the operator's allowlists refuse."""
+    if kind == ProviderTarget.Kind.ACP and agent_kind not in ProviderTarget.AgentKind.values:
+        kinds = ", ".join(ProviderTarget.AgentKind.values)
+        raise InvalidInput("agent_kind", f"ACP targets name an agent kind: one of {kinds}")
+    if kind != ProviderTarget.Kind.ACP and agent_kind:
+        raise InvalidInput("agent_kind", "is for ACP targets only")
+    problems = target_problems(
+        kind=kind, base_url=base_url, api_key_env=api_key_env, agent_kind=agent_kind
+    )
+    if problems:
+        raise InvalidInput(problems[0].field, problems[0].message)
+    if kind in DIRECT_KINDS and not model:
+        raise InvalidInput("model", "is required for direct provider targets")
 
 
 def target_create(
@@ -30,21 +49,14 @@ def target_create(
     agent_kind: str = "",
     fallbacks: Sequence[int] = (),
 ) -> ProviderTarget:
-    """Create a provider target with its ordered fallbacks (ids of existing targets)."""
+    """Create a provider target with its ordered fallbacks (ids of existing targets). For staff
+    only: no view or API endpoint calls it."""
     name = name.strip()
     if not name:
         raise InvalidInput("name", "must not be empty")
-    if kind not in ProviderTarget.Kind.values:
-        raise InvalidInput("kind", f"must be one of {', '.join(ProviderTarget.Kind.values)}")
-    if api_key_env and not _ENV_NAME.match(api_key_env):
-        raise InvalidInput("api_key_env", "must be the name of an environment variable, not a key")
-    if kind in DIRECT_KINDS and not model:
-        raise InvalidInput("model", "is required for direct provider targets")
-    if kind == ProviderTarget.Kind.ACP and agent_kind not in ProviderTarget.AgentKind.values:
-        kinds = ", ".join(ProviderTarget.AgentKind.values)
-        raise InvalidInput("agent_kind", f"ACP targets name an agent kind: one of {kinds}")
-    if kind != ProviderTarget.Kind.ACP and agent_kind:
-        raise InvalidInput("agent_kind", "is for ACP targets only")
+    target_fields_check(
+        kind=kind, base_url=base_url, model=model, api_key_env=api_key_env, agent_kind=agent_kind
+    )
     fallback_ids = list(fallbacks)
     if len(set(fallback_ids)) != len(fallback_ids):
         raise InvalidInput("fallbacks", "must not name a target twice")
@@ -67,6 +79,40 @@ def target_create(
             TargetFallback(target=target, fallback_id=fallback_id, position=position)
             for position, fallback_id in enumerate(fallback_ids)
         )
+    return target
+
+
+def target_update(
+    *,
+    target: ProviderTarget,
+    kind: str | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    agent_kind: str | None = None,
+) -> ProviderTarget:
+    """Change the given fields of an existing target (None leaves one as it is), checked like a
+    new target as a whole."""
+    changes = {
+        field: value
+        for field, value in {
+            "kind": kind,
+            "base_url": base_url,
+            "model": model,
+            "api_key_env": api_key_env,
+            "agent_kind": agent_kind,
+        }.items()
+        if value is not None
+    }
+    fields = {
+        field: changes.get(field, getattr(target, field))
+        for field in ("kind", "base_url", "model", "api_key_env", "agent_kind")
+    }
+    target_fields_check(**fields)
+    if changes:
+        ProviderTarget.objects.filter(pk=target.pk).update(**changes)
+        for field, value in changes.items():
+            setattr(target, field, value)
     return target
 
 

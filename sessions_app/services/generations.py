@@ -27,11 +27,11 @@ from recovery.redact import redact_credentials
 from sessions_app import events as event_names
 from sessions_app.enqueue import generation_enqueue
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
-from sessions_app.ladder.loops import loop_finish, loops_disarm
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import user_may_view
 from sessions_app.services.board import session_state_set
 from sessions_app.services.events import event_append
+from sessions_app.services.loops import loop_finish, loops_disarm
 from sessions_app.services.messages import message_create, message_finish
 
 State = PromptGeneration.State

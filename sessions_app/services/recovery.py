@@ -9,7 +9,6 @@ from django.db import transaction
 
 from recovery import wording
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
-from sessions_app.ladder.loops import loops_disarm
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, Session
 from sessions_app.selectors import user_may_view
@@ -21,6 +20,7 @@ from sessions_app.services.generations import (
     generation_stop_request,
     generation_supersede_waiting,
 )
+from sessions_app.services.loops import loops_disarm
 from sessions_app.services.messages import message_create
 
 RECOVERY_ACTIONS = ("resume", "fresh")

@@ -1,19 +1,15 @@
-"""Real pieces for chaos tests: a dedicated database, Django management commands, Celery beat and
-a look into the broker's bookkeeping of messages a worker holds but has not acknowledged."""
+"""Real pieces for chaos tests: Django management commands and a look into the broker's
+bookkeeping of messages a worker holds but has not acknowledged. The processes themselves come
+from devtools/processes.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import redis
 
-from kandev_web.testbed import manage
-from tests.integration.web.processes import ROOT, VENV_BIN, stop
+from devtools.testbed import manage
 
 # kombu's Redis transport keeps each delivered, unacknowledged message in this hash (by delivery
 # tag) until the worker acks it; a SIGKILLed worker's messages stay there for visibility_timeout.
@@ -24,33 +20,6 @@ UNACKED_INDEX_KEY = "unacked_index"
 def shell_json(env: dict[str, str], code: str) -> dict:
     """Run ``code`` in `manage.py shell`; its last printed line is JSON."""
     return json.loads(manage(env, "shell", "-c", code).strip().splitlines()[-1])
-
-
-@contextmanager
-def celery_beat(
-    *, env: dict[str, str], workdir: Path, log_path: Path
-) -> Iterator[subprocess.Popen]:
-    """A real `celery beat` with its schedule file in ``workdir``, stopped by its pid."""
-    command = [
-        str(VENV_BIN / "celery"),
-        "-A",
-        "kandev_web",
-        "beat",
-        "-s",
-        str(workdir / "beat-schedule"),
-        "--pidfile",
-        str(workdir / "beat.pid"),
-        "-l",
-        "INFO",
-    ]
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            command, cwd=ROOT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT
-        )
-        try:
-            yield process
-        finally:
-            stop(process)
 
 
 def unacked_task_ids(client: redis.Redis, *, queue: str) -> set[str]:

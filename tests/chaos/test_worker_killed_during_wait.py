@@ -23,11 +23,11 @@ import pytest
 import redis
 from django.conf import settings
 
+from devtools import processes
+from devtools.testbed import throwaway_database, wait_until
 from kandev_web.settings import env_str
-from kandev_web.testbed import throwaway_database
 from recovery.mock.testing import MockProvider, running_mock_server
 from tests.chaos.stack import (
-    celery_beat,
     log_count,
     manage,
     queued_task_ids,
@@ -36,7 +36,7 @@ from tests.chaos.stack import (
     unacked_restore,
     unacked_task_ids,
 )
-from tests.integration.web.processes import celery_worker, wait_until
+from tests.integration.web.processes import celery_worker
 
 pytestmark = pytest.mark.chaos
 
@@ -126,7 +126,10 @@ def assistant_messages(chaos: Chaos, session_id: int) -> list[tuple]:
 
 def test_a_worker_killed_while_holding_a_retry_does_not_lose_it_and_it_runs_once(chaos):
     first_log, second_log = chaos.logs / "worker-1.log", chaos.logs / "worker-2.log"
-    with celery_beat(env=chaos.env, workdir=chaos.logs, log_path=chaos.logs / "beat.log"):
+    beat = processes.beat(
+        schedule=str(chaos.logs / "beat-schedule"), pidfile=str(chaos.logs / "beat.pid")
+    )
+    with processes.running(beat, env=chaos.env, log_path=chaos.logs / "beat.log"):
         with celery_worker(queue=chaos.queue, env=chaos.env, log_path=first_log) as first:
             ids = shell_json(chaos.env, SUBMIT)
             generation_id, session_id = ids["generation_id"], ids["session_id"]

@@ -1,8 +1,8 @@
 """The real stack for browser tests: a dedicated Postgres database, the mock provider, a Celery
 worker and Daphne, each a subprocess on a free port, plus Debian's Chromium through Playwright.
 
-Everything is started once per test module and stopped by its own pid at the end. Process
-output goes to /tmp/kandev-e2e-*.log for post-mortems.
+Everything is started once per test module from the specs in devtools/processes.py and stopped by
+its own process group at the end. Process output goes to /tmp/kandev-e2e-*.log for post-mortems.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from devtools import processes
+from devtools.testbed import ROOT, database_create, database_drop, free_port
 from kandev_web.settings import env_str
-from kandev_web.testbed import ROOT, answers, database_create, database_drop, free_port, wait_until
-from tests.integration.web.processes import celery_worker, stop
+from tests.integration.web.processes import celery_worker
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -121,16 +122,8 @@ def stack() -> Iterator[Stack]:
         "KANDEV_RETRY_JITTER": "0",
         "KANDEV_RETRY_MAX_ATTEMPTS": "5",
     }
-    processes: list[subprocess.Popen] = []
-    logs = ExitStack()
-
-    def spawn(name: str, *args: str) -> subprocess.Popen:
-        log = logs.enter_context(open(LOG_DIR / f"kandev-e2e-{name}.log", "wb"))  # noqa: SIM115
-        process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        processes.append(process)
-        return process
-
-    try:
+    with ExitStack() as cleanup:
+        cleanup.callback(database_drop, base_db, db_name)
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
             cwd=ROOT,
@@ -145,25 +138,18 @@ def stack() -> Iterator[Stack]:
             check=True,
             timeout=120,
         )
-        spawn("mock", sys.executable, "-m", "recovery.mock", "--port", str(mock_port))
-        spawn(
-            "daphne",
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(web_port),
-            "kandev_web.asgi:application",
-        )
-        base_url = f"http://127.0.0.1:{web_port}"
-        wait_until(
-            lambda: answers(f"http://127.0.0.1:{mock_port}/_mock/health"),
-            timeout=30,
-            what="mock provider",
-        )
-        wait_until(lambda: answers(f"{base_url}/accounts/login/"), timeout=60, what="daphne")
+        # Started together, then waited for: the mock is up long before Daphne.
+        servers = [
+            (processes.mock(port=mock_port), LOG_DIR / "kandev-e2e-mock.log"),
+            (processes.web(port=web_port), LOG_DIR / "kandev-e2e-daphne.log"),
+        ]
+        started = []
+        for spec, log_path in servers:
+            process = processes.start(spec, env=env, log_path=log_path)
+            cleanup.callback(processes.stop, process)
+            started.append((spec, process, log_path))
+        for spec, process, log_path in started:
+            processes.wait_ready(spec, process, log_path=log_path, timeout_s=60)
         # The worker needs the same settings as Daphne; celery_worker() waits for its ping.
         with celery_worker(
             queue=queue, env=env, log_path=LOG_DIR / "kandev-e2e-worker.log", pool="threads"
@@ -175,12 +161,7 @@ def stack() -> Iterator[Stack]:
                 check=True,
                 timeout=150,
             )
-            yield Stack(base_url=base_url, env=env)
-    finally:
-        for process in reversed(processes):
-            stop(process)
-        logs.close()
-        database_drop(base_db, db_name)
+            yield Stack(base_url=f"http://127.0.0.1:{web_port}", env=env)
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,19 @@
 """ACP agents under the recovery engine: the whole prompt is the retry unit.
 
-The Django layer calls one of:
+The app calls one of:
 
     outcome = await AcpPromptRun(spec=spec, on_event=callback, cancel=token).execute()
     for item in acp_prompt_iter(spec, cancel=token): ...   # blocking; outcome last
 
-and, on a ``PromptFailure``, retries the whole prompt automatically only when
-``failure.replay.retry_allowed`` (then hands ``failure.evidence`` and ``failure.classification``
-to ``recovery.policy.decide``); otherwise it offers manual recovery.
+and hands a ``PromptFailure`` to the one failure judge, which says whether the whole prompt may
+be sent again (``judgement.replay``) and what to do (``judgement.decision``, manual whenever the
+replay is refused):
+
+    judgement = recovery.judge.judge(
+        evidence=failure.evidence, replay=failure.replay_facts, budget=budget, ...
+    )
+
+The adapter only observes: it never classifies a failure itself.
 """
 
 from recovery.providers.acp.events import (
@@ -22,13 +28,7 @@ from recovery.providers.acp.events import (
     PromptEnd,
     ResponseAttemptBoundary,
 )
-from recovery.providers.acp.evidence import (
-    AttemptEvidence,
-    RecordedDiagnostic,
-    evidence_observe,
-    evidence_start,
-    normalise_text,
-)
+from recovery.providers.acp.evidence import AttemptEvidence, evidence_observe, evidence_start
 from recovery.providers.acp.failure import (
     PromptCompleted,
     PromptFailure,
@@ -38,14 +38,15 @@ from recovery.providers.acp.failure import (
 )
 from recovery.providers.acp.metadata import PromptErrorMetadata, metadata_project
 from recovery.providers.acp.permissions import PermissionPolicy, permission_choose
-from recovery.providers.acp.replay import (
-    ReplayDisposition,
-    ReplayReason,
-    TerminalFacts,
-    replay_disposition,
-)
 from recovery.providers.acp.run import AcpPromptRun, AcpPromptSpec
 from recovery.providers.acp.sync import acp_prompt_iter
+from recovery.replay import (  # the judge's vocabulary for a whole-prompt replay
+    RecordedDiagnostic,
+    ReplayDisposition,
+    ReplayFacts,
+    ReplayReason,
+    normalise_text,
+)
 
 __all__ = [
     "AcpPromptRun",
@@ -67,10 +68,10 @@ __all__ = [
     "PromptOutcome",
     "RecordedDiagnostic",
     "ReplayDisposition",
+    "ReplayFacts",
     "ReplayReason",
     "ResponseAttemptBoundary",
     "TerminalError",
-    "TerminalFacts",
     "acp_prompt_iter",
     "evidence_observe",
     "evidence_start",
@@ -78,5 +79,4 @@ __all__ = [
     "metadata_project",
     "normalise_text",
     "permission_choose",
-    "replay_disposition",
 ]

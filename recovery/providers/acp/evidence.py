@@ -7,7 +7,6 @@ counted and otherwise ignored, so it can never make an attempt look clean.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from recovery.providers.acp.convert import chunk_classification
@@ -21,22 +20,7 @@ from recovery.providers.acp.events import (
     Correlation,
     ResponseAttemptBoundary,
 )
-from recovery.taxonomy import Code, Confidence
-
-_WHITESPACE_RUN = re.compile(r"\s+")
-
-
-def normalise_text(text: str) -> str:
-    """Trimmed, whitespace runs collapsed to one space; case is kept (comparison is exact)."""
-    return _WHITESPACE_RUN.sub(" ", text).strip()
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedDiagnostic:
-    code: Code
-    confidence: Confidence
-    fallback_eligible: bool
-    text: str  # normalised; never empty
+from recovery.replay import RecordedDiagnostic, normalise_text
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,24 +1,28 @@
-"""How a prompt ends: completed, or failed with redacted evidence, allowlisted metadata and a
-replay disposition. Builders for each way an ACP prompt can fail live here.
+"""How a prompt ends: completed, or failed with redacted evidence, allowlisted metadata and the
+facts a whole-prompt replay is judged on. Builders for each way an ACP prompt can fail live here.
+
+Nothing here judges the failure: ``recovery.judge.judge(evidence=failure.evidence,
+replay=failure.replay_facts, ...)`` classifies it once and says whether the prompt may be sent
+again. The one catalogue lookup here reads JSON-RPC ``data``, which must never leave the adapter,
+to record whether it held a transient signature the message lacks (a reason, nothing more).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from recovery.classify import classify
 from recovery.providers.acp.events import Correlation
 from recovery.providers.acp.evidence import AttemptEvidence
 from recovery.providers.acp.metadata import PromptErrorMetadata, metadata_project
-from recovery.providers.acp.replay import ReplayDisposition, TerminalFacts, replay_disposition
 from recovery.providers.acp.structured import StructuredFailure, codex_failure, gemini_failure
 from recovery.redact import redact_diagnostic
+from recovery.replay import ReplayFacts
 from recovery.taxonomy import (
     EXCERPT_LIMIT_BYTES,
-    Classification,
     Evidence,
     Exposure,
     Kind,
@@ -42,15 +46,15 @@ class PromptCompleted:
 class PromptFailure:
     """The sanitised provider projection of a failed prompt. Raw JSON-RPC data never gets here.
 
-    ``evidence.exposure`` is NONE only when the replay is allowed or the attempt showed nothing
-    (so ``recovery.policy.decide`` reaches the right answer even on its own); callers still
-    check ``replay.retry_allowed`` before any automatic whole-prompt retry.
+    ``evidence.exposure`` is what the attempt showed: a tool (TOOL_CALL), output or evidence that
+    belongs to another attempt (CONTENT), only a provider diagnostic (METADATA), nothing (NONE).
+    Judge it with ``replay_facts``: the judge settles the exposure, and refuses an automatic
+    whole-prompt retry unless the facts prove it safe.
     """
 
     evidence: Evidence
-    classification: Classification
+    replay_facts: ReplayFacts
     metadata: PromptErrorMetadata
-    replay: ReplayDisposition
     message: str  # diagnostic tier, bounded
     correlation: Correlation
     attempt: AttemptEvidence
@@ -94,7 +98,15 @@ def failure_build(
     else:
         excerpt = message
     provider_code = str(metadata.jsonrpc_code) if metadata.jsonrpc_code is not None else None
-    bare = Evidence(
+    facts = ReplayFacts(
+        current=correlation.can_authorise and attempt.correlation == correlation,
+        tool_activity=attempt.tool_activity,
+        output_seen=attempt.output_seen,
+        diagnostic=attempt.diagnostic,
+        message=message,
+        signature_in_data=_transient_signature_in_data(terminal),
+    )
+    evidence = Evidence(
         source=terminal.source,
         excerpt=excerpt,
         phase=terminal.phase,
@@ -102,26 +114,15 @@ def failure_build(
         status=structured.status,
         retry_after_ms=structured.retry_after_ms,
         provider_code=structured.kind or provider_code,
+        exposure=_shown(facts),
         provider_id=metadata.provider_id,
         model_id=metadata.model_id,
         generation=correlation.generation,
     )
-    classification = classify(bare)
-    replay = replay_disposition(
-        evidence=attempt,
-        terminal=TerminalFacts(
-            correlation=correlation,
-            classification=classification,
-            message=message,
-            signature_only_in_data=_signature_only_in_data(terminal, classification),
-        ),
-        current=correlation,
-    )
     return PromptFailure(
-        evidence=_with_exposure(bare, attempt=attempt, replay=replay, found=classification),
-        classification=classification,
+        evidence=evidence,
+        replay_facts=facts,
         metadata=metadata,
-        replay=replay,
         message=message,
         correlation=correlation,
         attempt=attempt,
@@ -141,30 +142,20 @@ def _structured(
     )
 
 
-def _with_exposure(
-    evidence: Evidence,
-    *,
-    attempt: AttemptEvidence,
-    replay: ReplayDisposition,
-    found: Classification,
-) -> Evidence:
-    if replay.retry_allowed:
-        exposure = Exposure.NONE
-    elif attempt.tool_activity:
-        exposure = Exposure.TOOL_CALL
-    elif attempt.output_seen or attempt.diagnostic is not None or found.is_transient:
-        # A transient failure that may not be replayed (stale evidence, a visible diagnostic)
-        # must not look clean to the policy.
-        exposure = Exposure.CONTENT
-    else:
-        exposure = Exposure.NONE
-    # replace, not a field-by-field copy: a copy silently drops any field it forgets.
-    return replace(evidence, exposure=exposure)
+def _shown(facts: ReplayFacts) -> Exposure:
+    """What the attempt put in front of the viewer, as far as the adapter can tell."""
+    if facts.tool_activity:
+        return Exposure.TOOL_CALL
+    if facts.output_seen or not facts.current:
+        return Exposure.CONTENT  # what another attempt's evidence hides may have been shown
+    if facts.diagnostic is not None:
+        return Exposure.METADATA  # a marked provider diagnostic: visible, but not the answer
+    return Exposure.NONE
 
 
-def _signature_only_in_data(terminal: TerminalError, found: Classification) -> bool:
-    """Whether ``data`` held a transient signature the message lacked: a reason, nothing more."""
-    if terminal.data is None or found.is_transient:
+def _transient_signature_in_data(terminal: TerminalError) -> bool:
+    """Whether ``data`` holds a signature the catalogue knows as transient; data stays here."""
+    if terminal.data is None:
         return False
     text = "\n".join(_strings_in(terminal.data, depth=3))
     return bool(text) and classify(Evidence(source=terminal.source, excerpt=text)).is_transient

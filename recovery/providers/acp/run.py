@@ -16,7 +16,7 @@ import contextlib
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.connection import StreamDirection, StreamEvent
@@ -32,6 +32,7 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
+from recovery.cancel import CancelToken
 from recovery.providers.acp.convert import settled_model, update_events
 from recovery.providers.acp.events import (
     AgentEvent,
@@ -55,9 +56,6 @@ from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
 from recovery.providers.acp.structured import model_call_unfinished
 from recovery.redact import redact_credentials
 from recovery.taxonomy import Kind, Phase, Source
-
-if TYPE_CHECKING:
-    from recovery.guard import CancelToken
 
 CLIENT_INFO = Implementation(name="kandev-web", version="1")
 _EXIT_WAIT_S = 5.0

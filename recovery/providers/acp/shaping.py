@@ -54,10 +54,6 @@ class StreamShaper:
         self._boundaries = 0
         self.tool_kinds: dict[str, str] = {}
 
-    @property
-    def held_frame(self) -> str | None:
-        return self._held.text if self._held is not None else None
-
     def feed(self, event: AgentEvent) -> list[AgentEvent]:
         out: list[AgentEvent] = []
         if (

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from recovery.guard import CancelToken
+from recovery.cancel import CancelToken
 from recovery.providers.acp.events import AgentEvent
 from recovery.providers.acp.failure import PromptCompleted, PromptFailure, PromptOutcome
 from recovery.providers.acp.run import AcpPromptRun, AcpPromptSpec

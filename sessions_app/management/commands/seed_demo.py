@@ -2,7 +2,8 @@
 target (our mock ACP agent), one target per real agent CLI (Claude Code, Codex, Gemini CLI, as
 installed by `make install`) pointing at the mock provider, and one demo session.
 
-Idempotent: run on every `make run`. The password comes from --password or KANDEV_DEMO_PASSWORD
+Idempotent: run on every `make run`. The targets go through the same services and allowlists as
+any operator's (the mock's host must be in KANDEV_PROVIDER_HOSTS; loopback is by default). The password comes from --password or KANDEV_DEMO_PASSWORD
 (the supervisor passes it through the environment so it never shows in a process listing);
 without either a fresh one is generated. Either way it is printed, because it is a local dev login.
 """
@@ -14,12 +15,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from sessions_app.agent.registry import CLAUDE_MODEL, CODEX_MODEL, GEMINI_MODEL
+from sessions_app.errors import InvalidInput
 from sessions_app.models import ProviderTarget, Session
-from sessions_app.services import session_create, target_create, task_create
+from sessions_app.services import session_create, target_create, target_update, task_create
 
 DEMO_USERNAME = "demo"
 MOCK_TARGET_NAME = "Mock"
@@ -70,8 +72,8 @@ def demo_seed(*, password: str, mock_url: str) -> DemoSeed:
             )
         else:
             # The mock's port may differ from the last run (KANDEV_MOCK_PORT): follow it.
-            ProviderTarget.objects.filter(pk=target.pk).update(
-                kind=ProviderTarget.Kind.MOCK, base_url=mock_url, model=MOCK_MODEL
+            target_update(
+                target=target, kind=ProviderTarget.Kind.MOCK, base_url=mock_url, model=MOCK_MODEL
             )
         for seed in AGENT_SEEDS:
             _agent_target_seed(seed, mock_url=mock_url)
@@ -91,8 +93,7 @@ def _agent_target_seed(seed: AgentSeed, *, mock_url: str) -> ProviderTarget:
     if target is None:
         return target_create(name=seed.name, kind=ProviderTarget.Kind.ACP, **fields)
     # The mock's port may differ from the last run (KANDEV_MOCK_PORT): follow it.
-    ProviderTarget.objects.filter(pk=target.pk).update(kind=ProviderTarget.Kind.ACP, **fields)
-    return target
+    return target_update(target=target, kind=ProviderTarget.Kind.ACP, **fields)
 
 
 class Command(BaseCommand):
@@ -106,7 +107,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, password: str | None = None, **options):
         password = password or settings.KANDEV_DEMO_PASSWORD or secrets.token_urlsafe(9)
-        seed = demo_seed(password=password, mock_url=settings.KANDEV_MOCK_PROVIDER_URL)
+        try:
+            seed = demo_seed(password=password, mock_url=settings.KANDEV_MOCK_PROVIDER_URL)
+        except InvalidInput as error:
+            raise CommandError(f"The demo's targets: {error.field} {error.message}") from None
         self.stdout.write(
             f"Demo login: {seed.username} / {seed.password} "
             f"(target {MOCK_TARGET_NAME} #{seed.target_id}, session #{seed.session_id})"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import astuple
 
 import pytest
 
-from recovery.catalogue.replay.consume import event_token
 from recovery.guard import CancelToken
 from recovery.mock.acp_scenarios import CURSOR_FRAMES
 from recovery.providers.acp import (
@@ -20,6 +20,7 @@ from recovery.providers.acp import (
     ReplayReason,
     acp_prompt_iter,
 )
+from recovery.providers.acp.replay_fixtures.consume import event_token, failure_judged
 from recovery.taxonomy import Code, Exposure, Kind, Source
 
 
@@ -56,12 +57,12 @@ async def test_overloaded_fails_the_first_n_prompts_across_relaunches_then_recov
 
     for failure in (first, second):
         assert isinstance(failure, PromptFailure)
-        assert failure.classification.code is Code.PROVIDER_OVERLOADED
-        assert (failure.replay.retry_allowed, failure.replay.reason) == (
+        assert failure_judged(failure).classification.code is Code.PROVIDER_OVERLOADED
+        assert astuple(failure_judged(failure).replay) == (
             True,
             ReplayReason.PRE_RESULT_SAFE,
         )
-        assert failure.evidence.exposure is Exposure.NONE
+        assert failure_judged(failure).evidence.exposure is Exposure.NONE
         assert failure.metadata.error_kind == "server_error"
         assert failure.metadata.jsonrpc_code == -32603
         assert failure.metadata.provider_id == "kandev-mock-agent"
@@ -81,8 +82,8 @@ async def test_transport_loss_only_in_data_is_manual_every_time_and_data_never_c
 
     for _ in range(2):
         _, failure = await run(spec)
-        assert failure.classification.code is Code.UNCLASSIFIED
-        assert (failure.replay.retry_allowed, failure.replay.reason) == (
+        assert failure_judged(failure).classification.code is Code.UNCLASSIFIED
+        assert astuple(failure_judged(failure).replay) == (
             False,
             ReplayReason.SIGNATURE_ONLY_IN_DATA,
         )
@@ -92,8 +93,8 @@ async def test_transport_loss_only_in_data_is_manual_every_time_and_data_never_c
 async def test_model_capacity_is_a_replayable_transient_failure(mock_agent):
     _, failure = await run(mock_agent.spec("/capacity:1"))
 
-    assert failure.classification.code is Code.MODEL_CAPACITY
-    assert failure.replay.retry_allowed
+    assert failure_judged(failure).classification.code is Code.MODEL_CAPACITY
+    assert failure_judged(failure).replay.retry_allowed
 
 
 @pytest.mark.parametrize(
@@ -109,12 +110,12 @@ async def test_model_capacity_is_a_replayable_transient_failure(mock_agent):
 async def test_what_came_before_the_error_decides_the_replay(mock_agent, command, allowed, reason):
     events, failure = await run(mock_agent.spec(command))
 
-    assert (failure.replay.retry_allowed, failure.replay.reason) == (allowed, reason)
+    assert astuple(failure_judged(failure).replay) == (allowed, reason)
     if command.startswith("/diag"):
         # The diagnostic stays visible in the transcript, marked at conversion.
         assert [e.diagnostic for e in events if isinstance(e, AgentText)] == [True]
     if not allowed:
-        assert failure.evidence.exposure in (Exposure.CONTENT, Exposure.TOOL_CALL)
+        assert failure_judged(failure).evidence.exposure in (Exposure.CONTENT, Exposure.TOOL_CALL)
 
 
 async def test_tool_activity_is_reported_with_the_permission_answer(mock_agent):
@@ -122,7 +123,7 @@ async def test_tool_activity_is_reported_with_the_permission_answer(mock_agent):
 
     assert tokens(events)[1:4] == ["tool_call", "permission", "tool_call_update"]
     assert [e.granted for e in events if isinstance(e, AgentPermission)] == [True]
-    assert failure.evidence.exposure is Exposure.TOOL_CALL
+    assert failure_judged(failure).evidence.exposure is Exposure.TOOL_CALL
 
 
 async def test_a_deny_all_policy_refuses_even_a_read(mock_agent):
@@ -163,8 +164,8 @@ async def test_a_trailing_cursor_frame_is_held_back_and_becomes_one_failure(
     assert tokens(events) == ["model"]
     assert isinstance(failure, PromptFailure)
     assert failure.evidence.source is Source.ACP_CHUNK
-    assert failure.classification.code is code
-    assert (failure.replay.retry_allowed, failure.replay.reason) == (
+    assert failure_judged(failure).classification.code is code
+    assert astuple(failure_judged(failure).replay) == (
         True,
         ReplayReason.PRE_RESULT_SAFE,
     )
@@ -198,7 +199,7 @@ async def test_a_crash_becomes_exit_evidence_with_the_stderr_tail(mock_agent):
     assert failure.evidence.source is Source.EXIT
     assert "simulated crash" in failure.message
     assert "status 3" in failure.message
-    assert not failure.replay.retry_allowed
+    assert not failure_judged(failure).replay.retry_allowed
 
 
 async def test_a_missing_agent_command_is_a_failure_not_an_exception(mock_agent, tmp_path):
@@ -209,7 +210,7 @@ async def test_a_missing_agent_command_is_a_failure_not_an_exception(mock_agent,
     _, failure = await run(broken)
 
     assert failure.evidence.source is Source.EXIT
-    assert not failure.replay.retry_allowed
+    assert not failure_judged(failure).replay.retry_allowed
 
 
 async def test_the_prompt_sent_is_credential_redacted(mock_agent):
@@ -241,7 +242,7 @@ async def test_an_agent_that_ignores_cancel_is_stopped_after_the_grace(mock_agen
 
     _, failure = await run(mock_agent.spec("/hang", cancel_grace_s=0.2), cancel=token)
 
-    assert failure.classification.code is Code.CANCELLED
+    assert failure_judged(failure).classification.code is Code.CANCELLED
     assert failure.evidence.kind is Kind.CANCELLED
 
 
@@ -249,4 +250,5 @@ async def test_a_prompt_past_its_timeout_fails_as_a_timeout(mock_agent):
     _, failure = await run(mock_agent.spec("/hang", prompt_timeout_s=0.3, cancel_grace_s=0.2))
 
     assert failure.evidence.kind is Kind.TIMEOUT
-    assert failure.replay.retry_allowed  # nothing was shown and a timeout is transient
+    # Nothing was shown and a timeout is transient.
+    assert failure_judged(failure).replay.retry_allowed

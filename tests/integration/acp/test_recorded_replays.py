@@ -9,10 +9,15 @@ import sys
 
 import pytest
 
-from recovery.catalogue.replay import forbidden_shapes_in
-from recovery.catalogue.replay.consume import event_token, fixture_correlation, outcome_token
 from recovery.providers.acp import AcpPromptRun, AcpPromptSpec, PromptFailure
 from recovery.providers.acp.recorded import AGENT_KINDS, load_recorded_fixtures
+from recovery.providers.acp.replay_fixtures import forbidden_shapes_in
+from recovery.providers.acp.replay_fixtures.consume import (
+    event_token,
+    failure_judged,
+    fixture_correlation,
+    outcome_token,
+)
 
 from .conftest import REPO
 
@@ -49,9 +54,10 @@ async def test_a_recorded_replay_reaches_what_the_live_run_reached(fixture):
     assert [t for t in seen if t != "model"] + [outcome_token(outcome)] == list(
         fixture.expect.events
     )
-    assert outcome.classification.code == fixture.expect.diagnostic_code
-    assert outcome.replay.retry_allowed is fixture.expect.retry_allowed
-    assert str(outcome.replay.reason) == fixture.expect.reason
+    verdict = failure_judged(outcome)
+    assert verdict.classification.code == fixture.expect.diagnostic_code
+    assert verdict.replay.retry_allowed is fixture.expect.retry_allowed
+    assert str(verdict.replay.reason) == fixture.expect.reason
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.path.stem for f in FIXTURES])

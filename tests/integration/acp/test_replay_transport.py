@@ -9,9 +9,14 @@ import time
 
 import pytest
 
-from recovery.catalogue.replay import load_replay_fixtures
-from recovery.catalogue.replay.consume import event_token, fixture_correlation, outcome_token
 from recovery.providers.acp import AcpPromptRun, AcpPromptSpec, PromptFailure, acp_prompt_iter
+from recovery.providers.acp.replay_fixtures import load_replay_fixtures
+from recovery.providers.acp.replay_fixtures.consume import (
+    event_token,
+    failure_judged,
+    fixture_correlation,
+    outcome_token,
+)
 
 from .conftest import REPO
 
@@ -39,8 +44,9 @@ async def test_the_transport_layer_yields_the_declared_tokens_and_code(fixture):
     # All tokens were recorded by the time execute() returned; the failure token comes last.
     assert isinstance(outcome, PromptFailure)
     assert [*seen, outcome_token(outcome)] == list(fixture.expect.events)
-    assert outcome.classification.code == fixture.expect.diagnostic_code
-    assert outcome.replay.retry_allowed is fixture.expect.retry_allowed
+    verdict = failure_judged(outcome)
+    assert verdict.classification.code == fixture.expect.diagnostic_code
+    assert verdict.replay.retry_allowed is fixture.expect.retry_allowed
     assert fixture.session_id not in outcome.message
 
 

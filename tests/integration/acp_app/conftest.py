@@ -8,15 +8,13 @@ import json
 import random
 
 import pytest
-import redis
-from django.conf import settings
-from django.contrib.auth import get_user_model
 
 from recovery.mock.testing import SplitClock
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, SessionEvent
-from sessions_app.services import prompt_submit, session_create
+from sessions_app.services import prompt_submit
+from tests.support.factories import ProviderTargetFactory, SessionFactory
 
 
 @pytest.fixture(autouse=True)
@@ -32,13 +30,8 @@ def agent_state(tmp_path, settings):
 
 
 @pytest.fixture(autouse=True)
-def quiet_queue():
+def _quiet_queue(celery_queue):
     """Submitted prompts and scheduled attempts land in the real broker queue; keep it empty."""
-    client = redis.Redis.from_url(settings.REDIS["client"])
-    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
-    yield client
-    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
-    client.close()
 
 
 @pytest.fixture
@@ -47,20 +40,16 @@ def clock():
 
 
 @pytest.fixture
-def owner(db):
-    return get_user_model().objects.create_user(username="owner")
-
-
-@pytest.fixture
 def acp_target(db):
-    return ProviderTarget.objects.create(
-        name="Mock agent", kind=ProviderTarget.Kind.ACP, agent_kind=ProviderTarget.AgentKind.MOCK
+    return ProviderTargetFactory(
+        name="Mock agent", kind=ProviderTarget.Kind.ACP, model="", agent_kind=ProviderTarget.AgentKind.MOCK
     )
 
 
 @pytest.fixture
 def chat(owner, acp_target):
-    return session_create(owner=owner, target=acp_target, title="Agent chat")
+    """Here a chat is with the mock ACP agent (the shared one is with the mock provider)."""
+    return SessionFactory(owner=owner, target=acp_target, title="Agent chat")
 
 
 def run_prompt(chat, owner, text, clock, **kwargs) -> PromptGeneration:

@@ -8,18 +8,17 @@ import pytest
 from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration, Session, SessionEvent
 from sessions_app.selectors import session_snapshot
-from tests.integration.acp_app.conftest import event_kinds, rows, run_prompt, run_retry
+from tests.integration.acp_app.conftest import (
+    event_kinds,
+    prompts_received,
+    rows,
+    run_prompt,
+    run_retry,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 State = PromptGeneration.State
-
-
-def prompts_received(agent_state) -> list[str]:
-    import json
-
-    path = agent_state / "prompts.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def test_an_overloaded_agent_waits_visibly_and_the_whole_prompt_recovers_in_a_new_process(
@@ -69,8 +68,12 @@ def test_an_overloaded_agent_waits_visibly_and_the_whole_prompt_recovers_in_a_ne
     )
     assert retired < first_row.seq
     assert (
-        list(AttemptRecord.objects.filter(generation=generation).values_list("code", "decision"))
-        == [("provider_overloaded", "retry")] * 2
+        list(
+            AttemptRecord.objects.filter(generation=generation)
+            .order_by("id")
+            .values_list("code", "decision")
+        )
+        == [("provider_overloaded", "retry")] * 2 + [("none", "success")]
     )
 
 
@@ -88,7 +91,11 @@ def test_a_lost_transport_is_manual_every_time_without_a_notice(chat, owner, clo
     assert session_snapshot(session=chat)["recovery_actions"] == ["resume", "fresh"]
     assert event_kinds(chat, "notice.") == []
     assert not RetryLoop.objects.exists()
-    assert not AttemptRecord.objects.exists()
+    # Each failed prompt was judged once and recorded once, as handed back.
+    assert list(AttemptRecord.objects.order_by("id").values_list("decision", flat=True)) == [
+        "manual",
+        "manual",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,10 @@ from sessions_app.services import prompt_submit
 pytestmark = pytest.mark.django_db
 
 
-def test_each_sessions_model_has_a_changelist_and_change_page_that_render(session, alice):
-    prompt_submit(session=session, user=alice, text="hello")
+def test_each_sessions_model_has_a_changelist_and_change_page_that_render(session, owner):
+    prompt_submit(session=session, user=owner, text="hello")
     Note.objects.create(session=session, tool_call_id="t1", text="a note")
-    api_token_create(user=alice)
+    api_token_create(user=owner)
     operator = get_user_model().objects.create_superuser(username="ops", email="ops@example.test")
     client = Client()
     client.force_login(operator)

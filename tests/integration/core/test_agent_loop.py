@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.request
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from recovery.mock.testing import running_mock_server
 from sessions_app import events as ev
 from sessions_app.agent.runner import generation_run
 from sessions_app.models import (
@@ -22,39 +20,10 @@ from sessions_app.models import (
     Session,
     SessionEvent,
 )
-from sessions_app.services import prompt_submit, session_create, session_stop
+from sessions_app.services import prompt_submit, session_stop
+from tests.support.factories import ProviderTargetFactory, SessionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(scope="module")
-def mock_url():
-    with running_mock_server() as url:
-        yield url
-
-
-@pytest.fixture
-def provider(mock_url):
-    """The mock server, reset, with a way to see what it was asked."""
-    urllib.request.urlopen(urllib.request.Request(f"{mock_url}/_mock/reset", method="POST"))
-
-    class Provider:
-        url = mock_url
-
-        @staticmethod
-        def requests() -> list[dict]:
-            with urllib.request.urlopen(f"{mock_url}/_mock/requests") as response:
-                return json.load(response)["requests"]
-
-    return Provider
-
-
-@pytest.fixture
-def chat(alice, provider):
-    target = ProviderTarget.objects.create(
-        name="Mock", kind=ProviderTarget.Kind.MOCK, model="mock-1", base_url=provider.url
-    )
-    return session_create(owner=alice, target=target, title="Chat")
 
 
 def submit(session: Session, user, text: str) -> PromptGeneration:
@@ -68,8 +37,8 @@ def rows(session: Session) -> list[tuple[str, str, bool]]:
     ]
 
 
-def test_a_plain_answer_streams_and_persists(chat, alice, provider):
-    generation = submit(chat, alice, "tell me about tides")
+def test_a_plain_answer_streams_and_persists(chat, owner, mock_provider):
+    generation = submit(chat, owner, "tell me about tides")
     generation_run(generation_id=generation.pk)
 
     generation.refresh_from_db()
@@ -81,11 +50,11 @@ def test_a_plain_answer_streams_and_persists(chat, alice, provider):
     assert answer.text.startswith("You asked about tell me about tides.")
     types = list(SessionEvent.objects.filter(session=chat).values_list("type", flat=True))
     assert types[-3:] == [ev.MESSAGE_UPDATED, ev.GENERATION_UPDATED, ev.SESSION_UPDATED]
-    assert len(provider.requests()) == 1
+    assert len(mock_provider.requests()) == 1
 
 
-def test_a_redelivered_run_reaches_the_provider_once(chat, alice, provider):
-    generation = submit(chat, alice, "hello")
+def test_a_redelivered_run_reaches_the_provider_once(chat, owner, mock_provider):
+    generation = submit(chat, owner, "hello")
     barrier = threading.Barrier(2)
     results: list[object] = []
 
@@ -103,7 +72,7 @@ def test_a_redelivered_run_reaches_the_provider_once(chat, alice, provider):
         worker.join(30)
 
     assert sorted(r is None for r in results) == [False, True]
-    assert len(provider.requests()) == 1
+    assert len(mock_provider.requests()) == 1
     assert Message.objects.filter(session=chat, role="assistant").count() == 1
 
 
@@ -114,9 +83,11 @@ def message_updates(captured: CaptureQueriesContext) -> int:
 
 
 @pytest.mark.parametrize("scenario", ["/slow-stream:40", "/long:3000"])
-def test_coalescing_bounds_database_writes_per_message(chat, alice, provider, scenario, settings):
+def test_coalescing_bounds_database_writes_per_message(
+    chat, owner, mock_provider, scenario, settings
+):
     settings.KANDEV_STREAM_FLUSH_INTERVAL = 0.1
-    generation = submit(chat, alice, f"{scenario} stream this")
+    generation = submit(chat, owner, f"{scenario} stream this")
     with CaptureQueriesContext(connection) as captured:
         generation_run(generation_id=generation.pk)
 
@@ -128,8 +99,8 @@ def test_coalescing_bounds_database_writes_per_message(chat, alice, provider, sc
     assert message_updates(captured) < deltas  # never a write per token
 
 
-def test_a_tool_runs_once_even_when_the_run_is_redelivered(chat, alice, provider):
-    generation = submit(chat, alice, '/tool append_note {"text": "buy milk"} please')
+def test_a_tool_runs_once_even_when_the_run_is_redelivered(chat, owner, mock_provider):
+    generation = submit(chat, owner, '/tool append_note {"text": "buy milk"} please')
     generation_run(generation_id=generation.pk)
     assert generation_run(generation_id=generation.pk) is None
 
@@ -147,13 +118,13 @@ def test_a_tool_runs_once_even_when_the_run_is_redelivered(chat, alice, provider
     assert result.metadata["tool_call_id"] == call.metadata["tool_call_id"]
     final = Message.objects.filter(session=chat, role="assistant").last()
     assert final.text.startswith("The tool returned: Saved note #")
-    assert len(provider.requests()) == 2
+    assert len(mock_provider.requests()) == 2
     generation.refresh_from_db()
     assert generation.state == PromptGeneration.State.SUCCEEDED
 
 
-def test_stop_ends_the_run_promptly_and_keeps_partial_text_incomplete(chat, alice, provider):
-    generation = submit(chat, alice, "/slow-stream:150 a long story")
+def test_stop_ends_the_run_promptly_and_keeps_partial_text_incomplete(chat, owner, mock_provider):
+    generation = submit(chat, owner, "/slow-stream:150 a long story")
     worker = threading.Thread(
         target=lambda: (generation_run(generation_id=generation.pk), connection.close())
     )
@@ -163,7 +134,7 @@ def test_stop_ends_the_run_promptly_and_keeps_partial_text_incomplete(chat, alic
         assert time.monotonic() < deadline, "the answer never started"
         time.sleep(0.02)
     stopped_at = time.monotonic()
-    session_stop(session=chat, user=alice)
+    session_stop(session=chat, user=owner)
     worker.join(10)
     took = time.monotonic() - stopped_at
 
@@ -178,18 +149,18 @@ def test_stop_ends_the_run_promptly_and_keeps_partial_text_incomplete(chat, alic
 
 
 def test_a_provider_failure_needs_attention_with_an_honest_redacted_message(
-    alice, provider, monkeypatch
+    owner, mock_provider, monkeypatch
 ):
-    monkeypatch.setenv("KANDEV_TEST_ANTHROPIC_KEY", "sk-ant-test-000")
-    target = ProviderTarget.objects.create(
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-000")
+    target = ProviderTargetFactory(
         name="Claude via mock",
         kind=ProviderTarget.Kind.ANTHROPIC,
         model="claude-test",
-        base_url=provider.url,
-        api_key_env="KANDEV_TEST_ANTHROPIC_KEY",
+        base_url=mock_provider.url,
+        api_key_env="ANTHROPIC_API_KEY",
     )
-    chat = session_create(owner=alice, target=target, title="Busy")
-    generation = submit(chat, alice, "/overloaded-after-text:1 hello")
+    chat = SessionFactory(owner=owner, target=target, title="Busy")
+    generation = submit(chat, owner, "/overloaded-after-text:1 hello")
     generation_run(generation_id=generation.pk)
 
     generation.refresh_from_db()
@@ -205,29 +176,37 @@ def test_a_provider_failure_needs_attention_with_an_honest_redacted_message(
     assert (partial.status, partial.incomplete) == ("error", True) and partial.text
     stored = json.dumps(list(SessionEvent.objects.filter(session=chat).values("payload")))
     assert "sk-ant-test-000" not in stored + generation.error_message
-    assert len(provider.requests()) == 1  # text was shown: never replayed
+    assert len(mock_provider.requests()) == 1  # text was shown: never replayed
 
 
-def test_a_missing_key_fails_without_calling_the_provider(alice, provider):
-    target = ProviderTarget.objects.create(
+def test_a_missing_key_fails_without_calling_the_provider(
+    owner, mock_provider, monkeypatch, caplog
+):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    target = ProviderTargetFactory(
         name="No key",
-        kind=ProviderTarget.Kind.ANTHROPIC,
-        model="claude-test",
-        base_url=provider.url,
-        api_key_env="KANDEV_TEST_KEY_THAT_IS_NOT_SET",
+        kind=ProviderTarget.Kind.OPENAI,
+        model="gpt-test",
+        base_url=f"{mock_provider.url}/v1",
+        api_key_env="OPENAI_API_KEY",
     )
-    chat = session_create(owner=alice, target=target, title="Keyless")
-    generation = submit(chat, alice, "hello")
+    chat = SessionFactory(owner=owner, target=target, title="Keyless")
+    generation = submit(chat, owner, "hello")
     generation_run(generation_id=generation.pk)
 
     generation.refresh_from_db()
     assert generation.error_code == "missing_credentials"
-    assert "KANDEV_TEST_KEY_THAT_IS_NOT_SET" in generation.error_message
-    assert provider.requests() == []
+    # The card is the user's: it says what to do, never which variable; the log tells staff.
+    assert "OPENAI_API_KEY" not in generation.error_message
+    assert "operator" in generation.error_message
+    assert "OPENAI_API_KEY is not set on this worker" in caplog.text
+    assert mock_provider.requests() == []
 
 
-def test_a_tool_call_whose_turn_failed_is_never_run_and_is_sealed_next_time(chat, alice, provider):
-    generation = submit(chat, alice, "/tool-complete-fail:1 note it")
+def test_a_tool_call_whose_turn_failed_is_never_run_and_is_sealed_next_time(
+    chat, owner, mock_provider
+):
+    generation = submit(chat, owner, "/tool-complete-fail:1 note it")
     generation_run(generation_id=generation.pk)
 
     generation.refresh_from_db()
@@ -235,10 +214,10 @@ def test_a_tool_call_whose_turn_failed_is_never_run_and_is_sealed_next_time(chat
     assert Message.objects.filter(session=chat, role="tool_call").count() == 1
     assert not Note.objects.exists()
 
-    follow_up = submit(chat, alice, "are you still there?")
+    follow_up = submit(chat, owner, "are you still there?")
     generation_run(generation_id=follow_up.pk)
     follow_up.refresh_from_db()
     assert follow_up.state == PromptGeneration.State.SUCCEEDED
     assert not Note.objects.exists()  # the sealed call was not run by the later turn either
-    sent = provider.requests()[-1]
-    assert len(provider.requests()) == 2 and sent["scenario"] == "plain"
+    sent = mock_provider.requests()[-1]
+    assert len(mock_provider.requests()) == 2 and sent["scenario"] == "plain"

@@ -34,62 +34,64 @@ def test_every_endpoint_requires_a_token(session):
     assert status == 401
 
 
-def test_create_api_token_prints_a_token_that_only_its_digest_is_stored_for(alice, capsys):
-    call_command("create_api_token", username="alice")
+def test_create_api_token_prints_a_token_that_only_its_digest_is_stored_for(owner, capsys):
+    call_command("create_api_token", username="owner")
     token = capsys.readouterr().out.strip()
-    stored = ApiToken.objects.get(user=alice)
+    stored = ApiToken.objects.get(user=owner)
     assert stored.digest == token_digest(token) and token not in stored.digest
     response = Client(headers={"authorization": f"Bearer {token}"}).get("/api/v1/tasks")
     assert response.status_code == 200
 
 
-def test_a_client_creates_a_target_task_and_session_then_prompts(alice_api, celery_queue):
-    status, target = post(alice_api, "/api/v1/targets", {"name": "Mock", "kind": "mock"})
-    assert status == 201 and target["fallbacks"] == []
-    status, task = post(alice_api, "/api/v1/tasks", {"title": "Ship it"})
+def test_a_client_picks_an_operators_target_creates_a_task_and_session_then_prompts(
+    owner_api, target, celery_queue
+):
+    [listed] = owner_api.get("/api/v1/targets").json()
+    assert (listed["id"], listed["name"], listed["fallbacks"]) == (target.pk, "Mock", [])
+    status, task = post(owner_api, "/api/v1/tasks", {"title": "Ship it"})
     assert status == 201 and task["status"] == "open"
     status, session = post(
-        alice_api,
+        owner_api,
         "/api/v1/sessions",
-        {"target": target["id"], "title": "First", "task": task["id"]},
+        {"target": listed["id"], "title": "First", "task": task["id"]},
     )
     assert status == 201 and session["task"] == task["id"]
 
-    status, body = post(alice_api, f"/api/v1/sessions/{session['id']}/prompts", {"text": "hello"})
+    status, body = post(owner_api, f"/api/v1/sessions/{session['id']}/prompts", {"text": "hello"})
     assert (status, body) == (202, {"generation": 1})
-    status, body = post(alice_api, f"/api/v1/sessions/{session['id']}/prompts", {"text": "again"})
+    status, body = post(owner_api, f"/api/v1/sessions/{session['id']}/prompts", {"text": "again"})
     assert status == 409
 
-    detail = alice_api.get(f"/api/v1/sessions/{session['id']}").json()
+    detail = owner_api.get(f"/api/v1/sessions/{session['id']}").json()
     assert detail["state"] == "running" and detail["notice"] is None
     assert [(m["role"], m["text"], m["generation"]) for m in detail["messages"]] == [
         ("user", "hello", 1)
     ]
-    events = alice_api.get(f"/api/v1/sessions/{session['id']}/events?after=1").json()
+    events = owner_api.get(f"/api/v1/sessions/{session['id']}/events?after=1").json()
     assert [e["seq"] for e in events] == list(range(2, detail["last_seq"] + 1))
 
-    status, stopped = post(alice_api, f"/api/v1/sessions/{session['id']}/stop", {})
+    status, stopped = post(owner_api, f"/api/v1/sessions/{session['id']}/stop", {})
     assert (status, stopped) == (200, {"generation": 1, "state": "stopped"})
-    listed = alice_api.get("/api/v1/tasks").json()
+    listed = owner_api.get("/api/v1/tasks").json()
     assert [t["sessions"] for t in listed] == [[session["id"]]]
 
 
-def test_a_session_is_created_with_its_own_task_when_none_is_named(alice_api, mock_target):
-    status, body = post(alice_api, "/api/v1/sessions", {"target": mock_target.pk, "title": "Solo"})
+def test_a_session_is_created_with_its_own_task_when_none_is_named(owner_api, target):
+    status, body = post(owner_api, "/api/v1/sessions", {"target": target.pk, "title": "Solo"})
     assert status == 201
     assert Task.objects.get(pk=body["task"]).title == "Solo"
 
 
-def test_foreign_and_unknown_sessions_get_the_same_404(session, bob_api):
+def test_foreign_and_unknown_sessions_get_the_same_404(session, stranger_api):
     paths = ["/api/v1/sessions/{}", "/api/v1/sessions/{}/events?after=0"]
     for path in paths:
-        foreign = bob_api.get(path.format(session.pk))
-        unknown = bob_api.get(path.format(session.pk + 10_000))
+        foreign = stranger_api.get(path.format(session.pk))
+        unknown = stranger_api.get(path.format(session.pk + 10_000))
         assert foreign.status_code == unknown.status_code == 404
         assert foreign.content == unknown.content
     for action, body in [("prompts", {"text": "hi"}), ("stop", {})]:
-        foreign = post(bob_api, f"/api/v1/sessions/{session.pk}/{action}", body)
-        unknown = post(bob_api, f"/api/v1/sessions/{session.pk + 10_000}/{action}", body)
+        foreign = post(stranger_api, f"/api/v1/sessions/{session.pk}/{action}", body)
+        unknown = post(stranger_api, f"/api/v1/sessions/{session.pk + 10_000}/{action}", body)
         assert foreign == unknown and foreign[0] == 404
     assert not PromptGeneration.objects.exists()
 
@@ -108,59 +110,40 @@ def field_errors(body: dict) -> set[str]:
         ({}, "text"),
     ],
 )
-def test_bad_prompts_get_field_errors(session, alice_api, settings, body, field):
+def test_bad_prompts_get_field_errors(session, owner_api, settings, body, field):
     settings.KANDEV_MAX_PROMPT_CHARS = 30
-    status, response = post(alice_api, f"/api/v1/sessions/{session.pk}/prompts", body)
+    status, response = post(owner_api, f"/api/v1/sessions/{session.pk}/prompts", body)
     assert status == 422
     assert field in field_errors(response)
     assert not PromptGeneration.objects.exists()
 
 
-@pytest.mark.parametrize(
-    ("body", "field"),
-    [
-        ({"name": "X", "kind": "weird"}, "kind"),
-        ({"name": "X", "kind": "mock", "fallbacks": [424242]}, "fallbacks"),
-        ({"name": "X", "kind": "mock", "fallbacks": "1,2"}, "fallbacks"),
-        (
-            {"name": "X", "kind": "anthropic", "model": "m", "api_key_env": "sk-ant-test-000"},
-            "api_key_env",
-        ),
-        ({"name": "Mock", "kind": "mock"}, "name"),
-    ],
-)
-def test_bad_targets_get_field_errors(alice_api, mock_target, body, field):
-    status, response = post(alice_api, "/api/v1/targets", body)
-    assert status == 422
-    assert field in field_errors(response)
-
-
 def test_a_session_naming_an_unknown_or_foreign_target_or_task_gets_field_errors(
-    alice_api, bob, mock_target
+    owner_api, stranger, target
 ):
     from sessions_app.services import task_create
 
-    bobs = task_create(owner=bob, title="Bob's")
-    status, body = post(alice_api, "/api/v1/sessions", {"target": 999_999, "title": "x"})
+    bobs = task_create(owner=stranger, title="Bob's")
+    status, body = post(owner_api, "/api/v1/sessions", {"target": 999_999, "title": "x"})
     assert (status, field_errors(body)) == (422, {"target"})
     status, body = post(
-        alice_api, "/api/v1/sessions", {"target": mock_target.pk, "title": "x", "task": bobs.pk}
+        owner_api, "/api/v1/sessions", {"target": target.pk, "title": "x", "task": bobs.pk}
     )
     assert (status, field_errors(body)) == (422, {"task"})
-    status, body = post(alice_api, "/api/v1/sessions", {"target": "abc", "title": "x"})
+    status, body = post(owner_api, "/api/v1/sessions", {"target": "abc", "title": "x"})
     assert (status, field_errors(body)) == (422, {"target"})
     assert not Session.objects.exists()
 
 
-def test_an_oversized_body_gets_a_clear_413(session, alice_api, settings):
+def test_an_oversized_body_gets_a_clear_413(session, owner_api, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
-    status, body = post(alice_api, f"/api/v1/sessions/{session.pk}/prompts", {"text": "x" * 2000})
+    status, body = post(owner_api, f"/api/v1/sessions/{session.pk}/prompts", {"text": "x" * 2000})
     assert status == 413
     assert body == {"detail": "Request body is too large."}
 
 
-def test_malformed_json_is_refused_without_a_server_error(session, alice_api):
-    response = alice_api.post(
+def test_malformed_json_is_refused_without_a_server_error(session, owner_api):
+    response = owner_api.post(
         f"/api/v1/sessions/{session.pk}/prompts", data="{not json", content_type="application/json"
     )
     assert 400 <= response.status_code < 500

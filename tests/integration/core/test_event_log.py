@@ -122,9 +122,9 @@ def apply_events(snapshot: dict, events: list[dict]) -> dict:
 
 
 @pytest.mark.django_db
-def test_a_stale_snapshot_plus_later_events_equals_a_fresh_snapshot(session, alice):
+def test_a_stale_snapshot_plus_later_events_equals_a_fresh_snapshot(session, owner):
     stale = session_snapshot(session=session)
-    generation = prompt_submit(session=session, user=alice, text="hello")
+    generation = prompt_submit(session=session, user=owner, text="hello")
     generation_claim(generation_id=generation.pk)
     answer = message_create(
         session=session,
@@ -151,8 +151,8 @@ def test_a_stale_snapshot_plus_later_events_equals_a_fresh_snapshot(session, ali
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_snapshot_taken_outside_a_transaction_reads_one_point_in_time(session, alice):
-    prompt_submit(session=session, user=alice, text="hello")
+def test_a_snapshot_taken_outside_a_transaction_reads_one_point_in_time(session, owner):
+    prompt_submit(session=session, user=owner, text="hello")
     assert not connection.in_atomic_block  # so the REPEATABLE READ path is the one under test
     snapshot = session_snapshot(session=session)
     assert snapshot["last_seq"] == 3

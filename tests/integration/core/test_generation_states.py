@@ -50,33 +50,33 @@ def generation_in(state: str, session, user) -> PromptGeneration:
     return generation
 
 
-@pytest.mark.parametrize(("source", "target"), sorted(ALLOWED))
-def test_every_listed_move_is_applied_and_announced(source, target, session, alice):
-    generation = generation_in(source, session, alice)
+@pytest.mark.parametrize(("source", "destination"), sorted(ALLOWED))
+def test_every_listed_move_is_applied_and_announced(source, destination, session, owner):
+    generation = generation_in(source, session, owner)
     events_before = session.events.count()
 
-    assert _move(generation, to=target) is True
+    assert _move(generation, to=destination) is True
 
     generation.refresh_from_db()
-    assert generation.state == target
+    assert generation.state == destination
     last = session.events.order_by("-seq").first()
     assert session.events.count() == events_before + 1
-    assert (last.type, last.payload["state"]) == ("generation.updated", target)
+    assert (last.type, last.payload["state"]) == ("generation.updated", destination)
 
 
-@pytest.mark.parametrize(("source", "target"), FORBIDDEN)
-def test_every_other_move_is_refused_and_changes_nothing(source, target, session, alice):
-    generation = generation_in(source, session, alice)
+@pytest.mark.parametrize(("source", "destination"), FORBIDDEN)
+def test_every_other_move_is_refused_and_changes_nothing(source, destination, session, owner):
+    generation = generation_in(source, session, owner)
 
     with pytest.raises(ForbiddenTransition):
-        _move(generation, to=target, sources=(source,))
+        _move(generation, to=destination, sources=(source,))
 
     generation.refresh_from_db()
     assert generation.state == source
 
 
-def test_a_move_from_a_state_the_row_is_not_in_loses_the_race_quietly(session, alice):
-    generation = prompt_submit(session=session, user=alice, text="hello")
+def test_a_move_from_a_state_the_row_is_not_in_loses_the_race_quietly(session, owner):
+    generation = prompt_submit(session=session, user=owner, text="hello")
     assert generation_claim(generation_id=generation.pk) is not None
 
     assert generation_claim(generation_id=generation.pk) is None  # a duplicate delivery
@@ -86,8 +86,8 @@ def test_a_move_from_a_state_the_row_is_not_in_loses_the_race_quietly(session, a
     assert generation.state == State.SUCCEEDED
 
 
-def test_a_queued_generation_can_not_succeed_without_running(session, alice):
-    generation = prompt_submit(session=session, user=alice, text="hello")
+def test_a_queued_generation_can_not_succeed_without_running(session, owner):
+    generation = prompt_submit(session=session, user=owner, text="hello")
 
     assert State.QUEUED not in sources_of(State.SUCCEEDED)
     assert generation_end(generation=generation, state=State.SUCCEEDED) is False

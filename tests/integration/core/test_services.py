@@ -34,25 +34,25 @@ def event_types(session) -> list[str]:
     return list(SessionEvent.objects.filter(session=session).values_list("type", flat=True))
 
 
-def test_it_creates_a_task_from_the_title_when_none_is_given(alice, mock_target):
-    session = session_create(owner=alice, target=mock_target, title="  Write the report ")
+def test_it_creates_a_task_from_the_title_when_none_is_given(owner, target):
+    session = session_create(owner=owner, target=target, title="  Write the report ")
     assert session.task.title == "Write the report"
-    assert session.task.owner == alice
+    assert session.task.owner == owner
     assert session.state == Session.State.IDLE
 
 
-def test_it_refuses_a_task_belonging_to_someone_else(alice, bob, mock_target):
-    bobs_task = task_create(owner=bob, title="Bob's")
+def test_it_refuses_a_task_belonging_to_someone_else(owner, stranger, target):
+    bobs_task = task_create(owner=stranger, title="Bob's")
     with pytest.raises(InvalidInput) as error:
-        session_create(owner=alice, target=mock_target, title="x", task=bobs_task)
+        session_create(owner=owner, target=target, title="x", task=bobs_task)
     assert error.value.field == "task"
 
 
 def test_prompt_submit_writes_the_message_and_generation_and_enqueues_the_run(
-    session, alice, celery_queue, redis_client, django_capture_on_commit_callbacks
+    session, owner, celery_queue, redis_client, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        generation = prompt_submit(session=session, user=alice, text="  Hello there  ")
+        generation = prompt_submit(session=session, user=owner, text="  Hello there  ")
 
     assert generation.number == 1 and generation.state == PromptGeneration.State.QUEUED
     message = Message.objects.get(session=session)
@@ -66,35 +66,35 @@ def test_prompt_submit_writes_the_message_and_generation_and_enqueues_the_run(
     assert queued[0]["headers"]["argsrepr"] == f"({generation.pk},)"
 
 
-def test_it_refuses_a_second_prompt_while_one_is_active(session, alice):
-    prompt_submit(session=session, user=alice, text="first")
+def test_it_refuses_a_second_prompt_while_one_is_active(session, owner):
+    prompt_submit(session=session, user=owner, text="first")
     with pytest.raises(GenerationActive):
-        prompt_submit(session=session, user=alice, text="second")
+        prompt_submit(session=session, user=owner, text="second")
     assert Message.objects.filter(session=session).count() == 1
 
 
-def test_generation_numbers_count_up_per_session(session, alice, mock_target):
-    other = session_create(owner=alice, target=mock_target, title="Other")
-    first = prompt_submit(session=session, user=alice, text="one")
+def test_generation_numbers_count_up_per_session(session, owner, target):
+    other = session_create(owner=owner, target=target, title="Other")
+    first = prompt_submit(session=session, user=owner, text="one")
     generation_claim(generation_id=first.pk)
     generation_end(generation=first, state=PromptGeneration.State.SUCCEEDED)
-    second = prompt_submit(session=session, user=alice, text="two")
-    elsewhere = prompt_submit(session=other, user=alice, text="one")
+    second = prompt_submit(session=session, user=owner, text="two")
+    elsewhere = prompt_submit(session=other, user=owner, text="one")
     assert (first.number, second.number, elsewhere.number) == (1, 2, 1)
 
 
 @pytest.mark.parametrize("text", ["", "   \n ", "x" * 32_001])
-def test_it_refuses_empty_and_oversized_prompts(session, alice, text, settings):
+def test_it_refuses_empty_and_oversized_prompts(session, owner, text, settings):
     settings.KANDEV_MAX_PROMPT_CHARS = 32_000
     with pytest.raises(InvalidInput) as error:
-        prompt_submit(session=session, user=alice, text=text)
+        prompt_submit(session=session, user=owner, text=text)
     assert error.value.field == "text"
     assert not PromptGeneration.objects.exists()
 
 
-def test_a_credential_pasted_into_a_prompt_is_never_stored(session, alice):
+def test_a_credential_pasted_into_a_prompt_is_never_stored(session, owner):
     prompt_submit(
-        session=session, user=alice, text="why does sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123 fail?"
+        session=session, user=owner, text="why does sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123 fail?"
     )
 
     stored = Message.objects.get(session=session, role="user").text
@@ -104,13 +104,13 @@ def test_a_credential_pasted_into_a_prompt_is_never_stored(session, alice):
     assert "abcdefghijklmnop" not in logged
 
 
-def test_a_stranger_cannot_prompt_a_session(session, bob):
+def test_a_stranger_cannot_prompt_a_session(session, stranger):
     with pytest.raises(SessionNotFound):
-        prompt_submit(session=session, user=bob, text="hi")
+        prompt_submit(session=session, user=stranger, text="hi")
 
 
-def test_only_one_of_two_claims_wins(session, alice):
-    generation = prompt_submit(session=session, user=alice, text="go")
+def test_only_one_of_two_claims_wins(session, owner):
+    generation = prompt_submit(session=session, user=owner, text="go")
     first = generation_claim(generation_id=generation.pk)
     second = generation_claim(generation_id=generation.pk)
     assert first is not None and first.state == PromptGeneration.State.RUNNING
@@ -118,9 +118,9 @@ def test_only_one_of_two_claims_wins(session, alice):
     assert generation_claim(generation_id=999_999) is None
 
 
-def test_stop_ends_a_queued_generation_directly(session, alice):
-    generation = prompt_submit(session=session, user=alice, text="go")
-    stopped = session_stop(session=session, user=alice)
+def test_stop_ends_a_queued_generation_directly(session, owner):
+    generation = prompt_submit(session=session, user=owner, text="go")
+    stopped = session_stop(session=session, user=owner)
     assert stopped.pk == generation.pk
     generation.refresh_from_db()
     session.refresh_from_db()
@@ -130,21 +130,21 @@ def test_stop_ends_a_queued_generation_directly(session, alice):
     assert generation_claim(generation_id=generation.pk) is None
 
 
-def test_stop_flags_a_running_generation_for_its_worker(session, alice):
-    generation = prompt_submit(session=session, user=alice, text="go")
+def test_stop_flags_a_running_generation_for_its_worker(session, owner):
+    generation = prompt_submit(session=session, user=owner, text="go")
     generation_claim(generation_id=generation.pk)
-    session_stop(session=session, user=alice)
+    session_stop(session=session, user=owner)
     generation.refresh_from_db()
     assert generation.state == PromptGeneration.State.RUNNING
     assert generation.stop_requested is True
 
 
-def test_pressing_stop_with_nothing_running_is_harmless(session, alice):
-    assert session_stop(session=session, user=alice) is None
+def test_pressing_stop_with_nothing_running_is_harmless(session, owner):
+    assert session_stop(session=session, user=owner) is None
 
 
-def test_a_failed_generation_leaves_the_session_and_task_needing_attention(session, alice):
-    generation = prompt_submit(session=session, user=alice, text="go")
+def test_a_failed_generation_leaves_the_session_and_task_needing_attention(session, owner):
+    generation = prompt_submit(session=session, user=owner, text="go")
     generation_claim(generation_id=generation.pk)
     assert generation_end(
         generation=generation,
@@ -159,8 +159,8 @@ def test_a_failed_generation_leaves_the_session_and_task_needing_attention(sessi
     assert not generation_end(generation=generation, state=PromptGeneration.State.STOPPED)
 
 
-def test_a_finished_turn_hands_the_task_back_as_open(session, alice):
-    generation = prompt_submit(session=session, user=alice, text="go")
+def test_a_finished_turn_hands_the_task_back_as_open(session, owner):
+    generation = prompt_submit(session=session, user=owner, text="go")
     generation_claim(generation_id=generation.pk)
 
     assert generation_end(generation=generation, state=PromptGeneration.State.SUCCEEDED)
@@ -169,29 +169,29 @@ def test_a_finished_turn_hands_the_task_back_as_open(session, alice):
     assert (session.state, session.task.status) == (Session.State.IDLE, Task.Status.OPEN)
 
 
-def test_unknown_and_foreign_sessions_are_indistinguishable(session, alice, bob):
+def test_unknown_and_foreign_sessions_are_indistinguishable(session, owner, stranger):
     with pytest.raises(SessionNotFound):
-        session_for_user(user=bob, session_id=session.pk)
+        session_for_user(user=stranger, session_id=session.pk)
     with pytest.raises(SessionNotFound):
-        session_for_user(user=bob, session_id=session.pk + 10_000)
-    assert session_for_user(user=alice, session_id=session.pk) == session
+        session_for_user(user=stranger, session_id=session.pk + 10_000)
+    assert session_for_user(user=owner, session_id=session.pk) == session
 
 
-def test_a_member_may_view_a_session(session, bob):
-    session.members.add(bob)
-    assert session_for_user(user=bob, session_id=session.pk) == session
-    assert list(sessions_for_user(user=bob)) == [session]
+def test_a_member_may_view_a_session(session, stranger):
+    session.members.add(stranger)
+    assert session_for_user(user=stranger, session_id=session.pk) == session
+    assert list(sessions_for_user(user=stranger)) == [session]
 
 
-def test_the_board_lists_only_the_users_tasks(session, alice, bob):
-    task_create(owner=bob, title="Bob's own")
-    board = list(tasks_for_user(user=alice))
+def test_the_board_lists_only_the_users_tasks(session, owner, stranger):
+    task_create(owner=stranger, title="Bob's own")
+    board = list(tasks_for_user(user=owner))
     assert [t.title for t in board] == ["Plan the week"]
     assert [s.pk for s in board[0].sessions.all()] == [session.pk]
 
 
-def test_retracting_messages_deletes_them_and_logs_the_deletion_once(session, alice):
-    prompt_submit(session=session, user=alice, text="to be retracted")
+def test_retracting_messages_deletes_them_and_logs_the_deletion_once(session, owner):
+    prompt_submit(session=session, user=owner, text="to be retracted")
     ids = list(Message.objects.filter(session=session).values_list("pk", flat=True))
     assert message_retract(session=session, ids=ids) == ids
     assert message_retract(session=session, ids=ids) == []
@@ -200,8 +200,8 @@ def test_retracting_messages_deletes_them_and_logs_the_deletion_once(session, al
     assert session_snapshot(session=session)["messages"] == []
 
 
-def test_events_after_returns_the_log_in_order_from_a_seq(session, alice):
-    prompt_submit(session=session, user=alice, text="hi")
+def test_events_after_returns_the_log_in_order_from_a_seq(session, owner):
+    prompt_submit(session=session, user=owner, text="hi")
     events = events_after(session=session, after_seq=1, limit=10)
     assert [e["seq"] for e in events] == [2, 3]
     assert [e["event"] for e in events] == [ev.GENERATION_UPDATED, ev.SESSION_UPDATED]
@@ -209,7 +209,7 @@ def test_events_after_returns_the_log_in_order_from_a_seq(session, alice):
 
 
 def test_target_create_stores_ordered_fallbacks(db):
-    backup = target_create(name="Backup", kind="openai", model="gpt-x", api_key_env="OPENAI_KEY")
+    backup = target_create(name="Backup", kind="openai", model="gpt-x", api_key_env="OPENAI_API_KEY")
     spare = target_create(name="Spare", kind="mock")
     main = target_create(
         name="Main",
@@ -244,7 +244,7 @@ def test_target_create_refuses_bad_fields(db, fields, bad_field):
 
 
 def test_a_generation_whose_task_was_lost_is_enqueued_again(
-    session, alice, celery_queue, redis_client
+    session, owner, celery_queue, redis_client
 ):
     from datetime import timedelta
 
@@ -252,7 +252,7 @@ def test_a_generation_whose_task_was_lost_is_enqueued_again(
 
     from sessions_app.services import generations_requeue_stale
 
-    lost = prompt_submit(session=session, user=alice, text="go")  # on_commit never ran here
+    lost = prompt_submit(session=session, user=owner, text="go")  # on_commit never ran here
     assert generations_requeue_stale(older_than_s=30) == []
     PromptGeneration.objects.filter(pk=lost.pk).update(
         created_at=timezone.now() - timedelta(minutes=5)

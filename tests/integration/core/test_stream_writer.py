@@ -16,9 +16,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def writer_and_clock(session, alice):
+def writer_and_clock(session, owner):
     generation = generation_claim(
-        generation_id=prompt_submit(session=session, user=alice, text="go").pk
+        generation_id=prompt_submit(session=session, user=owner, text="go").pk
     )
     clock = FakeClock()
     writer = StreamWriter(session=session, generation=generation, flush_interval_s=0.1, clock=clock)

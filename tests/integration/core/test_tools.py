@@ -15,8 +15,8 @@ def context(session, tool_call_id: str = "call-1") -> ToolContext:
 
 
 @pytest.mark.django_db
-def test_append_note_writes_one_note_per_tool_call_even_if_asked_twice(alice, mock_target):
-    session = session_create(owner=alice, target=mock_target, title="t")
+def test_append_note_writes_one_note_per_tool_call_even_if_asked_twice(owner, target):
+    session = session_create(owner=owner, target=target, title="t")
     first = tool_run(name="append_note", arguments={"text": "milk"}, context=context(session, "c7"))
     second = tool_run(
         name="append_note", arguments={"text": "milk"}, context=context(session, "c7")
@@ -26,7 +26,7 @@ def test_append_note_writes_one_note_per_tool_call_even_if_asked_twice(alice, mo
 
 
 @pytest.mark.django_db
-def test_append_note_refuses_an_empty_note(alice, mock_target):
-    session = session_create(owner=alice, target=mock_target, title="t")
+def test_append_note_refuses_an_empty_note(owner, target):
+    session = session_create(owner=owner, target=target, title="t")
     output = tool_run(name="append_note", arguments={"text": " "}, context=context(session))
     assert output.is_error and not Note.objects.exists()

@@ -3,57 +3,37 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from django.db import connection
 
+from devtools.testbed import database_url_named
 from kandev_web.settings import env_str
-from kandev_web.testbed import database_url_named
-from recovery.mock.testing import running_mock_server
-from sessions_app.models import Message, PromptGeneration, ProviderTarget
-from sessions_app.services import prompt_submit, session_create
+from sessions_app.models import Message, PromptGeneration
+from sessions_app.services import prompt_submit
+from tests.integration.web.processes import celery_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
 def worker(celery_queue, tmp_path):
     # pytest-django's test database, on whatever server (TCP or unix socket) the suite uses.
     database_url = database_url_named(env_str("DATABASE_URL"), connection.settings_dict["NAME"])
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "KANDEV_CELERY_QUEUE": celery_queue,
-        "LOG_LEVEL": "WARNING",
-    }
-    log = (tmp_path / "worker.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "kandev_web", "worker", "-P", "solo",
-         "-Q", celery_queue, "--without-mingle", "--without-gossip", "--without-heartbeat"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    yield process
-    process.terminate()
-    process.wait(10)
-    log.close()
+    env = {**os.environ, "DATABASE_URL": database_url, "LOG_LEVEL": "WARNING"}
+    with celery_worker(queue=celery_queue, env=env, log_path=tmp_path / "worker.log") as process:
+        yield process
 
 
-def test_a_submitted_prompt_is_answered_by_a_real_worker(alice, worker):
-    with running_mock_server() as url:
-        target = ProviderTarget.objects.create(name="Mock", kind="mock", base_url=url)
-        chat = session_create(owner=alice, target=target, title="Worker")
-        generation = prompt_submit(session=chat, user=alice, text="hello worker")
-        deadline = time.monotonic() + 30
-        while generation.state not in ("succeeded", "failed", "stopped"):
-            assert worker.poll() is None, "the worker exited"
-            assert time.monotonic() < deadline, "the worker never finished the generation"
-            time.sleep(0.1)
-            generation.refresh_from_db()
+def test_a_submitted_prompt_is_answered_by_a_real_worker(chat, owner, worker):
+    generation = prompt_submit(session=chat, user=owner, text="hello worker")
+    deadline = time.monotonic() + 30
+    while generation.state not in ("succeeded", "failed", "stopped"):
+        assert worker.poll() is None, "the worker exited"
+        assert time.monotonic() < deadline, "the worker never finished the generation"
+        time.sleep(0.1)
+        generation.refresh_from_db()
 
     assert generation.state == PromptGeneration.State.SUCCEEDED
     answer = Message.objects.get(session=chat, role="assistant")

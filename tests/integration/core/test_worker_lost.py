@@ -35,9 +35,9 @@ def running(session, user, *, silent_for_s: float) -> PromptGeneration:
 
 
 def test_a_generation_whose_worker_went_silent_is_handed_back_with_its_partial_text(
-    session, alice
+    session, owner
 ):
-    generation = running(session, alice, silent_for_s=120)
+    generation = running(session, owner, silent_for_s=120)
     partial = message_start_streaming(session=session, generation=generation)
     message_append(message=partial, text="Half an")
     message_append(message=partial, text=" answer")
@@ -55,16 +55,16 @@ def test_a_generation_whose_worker_went_silent_is_handed_back_with_its_partial_t
     assert generation_run(generation_id=generation.pk) is None
 
 
-def test_a_generation_with_a_recent_heartbeat_is_left_running(session, alice):
-    generation = running(session, alice, silent_for_s=5)
+def test_a_generation_with_a_recent_heartbeat_is_left_running(session, owner):
+    generation = running(session, owner, silent_for_s=5)
 
     assert generations_reap_lost(silent_for_s=60) == []
     generation.refresh_from_db()
     assert generation.state == "running"
 
 
-def test_the_stop_watcher_keeps_the_heartbeat_fresh(session, alice, monkeypatch):
-    generation = running(session, alice, silent_for_s=600)
+def test_the_stop_watcher_keeps_the_heartbeat_fresh(session, owner, monkeypatch):
+    generation = running(session, owner, silent_for_s=600)
     monkeypatch.setattr(watch, "HEARTBEAT_INTERVAL_S", 0.0)
     beaten = threading.Event()
 

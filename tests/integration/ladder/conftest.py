@@ -1,16 +1,16 @@
-"""Fixtures for the visible ladder: a session with a generation that failed once."""
+"""Fixtures for the visible ladder: a fake clock and a generation that is running, plus a retry
+loop made to order. Users, the target and the session are tests/integration/conftest.py's."""
 
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from recovery.budget import Budget, RetrySettings
 from recovery.clock import FakeClock
 from sessions_app.ladder.models import RetryLoop
-from sessions_app.models import PromptGeneration, ProviderTarget
-from sessions_app.services import session_create
+from sessions_app.models import PromptGeneration
+from tests.support.factories import GenerationFactory
 
 
 @pytest.fixture
@@ -19,29 +19,9 @@ def clock():
 
 
 @pytest.fixture
-def owner(db):
-    return get_user_model().objects.create_user(username="owner")
-
-
-@pytest.fixture
-def stranger(db):
-    return get_user_model().objects.create_user(username="stranger")
-
-
-@pytest.fixture
-def target(db):
-    return ProviderTarget.objects.create(name="Mock", kind=ProviderTarget.Kind.MOCK, model="mock-1")
-
-
-@pytest.fixture
-def session(owner, target):
-    return session_create(owner=owner, target=target, title="Plan the week")
-
-
-@pytest.fixture
 def running_generation(session):
-    return PromptGeneration.objects.create(
-        session=session, number=1, state=PromptGeneration.State.RUNNING, claimed_at=timezone.now()
+    return GenerationFactory(
+        session=session, state=PromptGeneration.State.RUNNING, claimed_at=timezone.now()
     )
 
 

@@ -7,17 +7,18 @@ from __future__ import annotations
 import random
 
 import pytest
-from django.conf import settings
 
 from recovery.mock.testing import SplitClock
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
-from sessions_app.models import Message, PromptGeneration, ProviderTarget, Session, SessionEvent
+from sessions_app.models import Message, PromptGeneration, Session, SessionEvent
 from sessions_app.selectors import session_snapshot
-from sessions_app.services import prompt_submit, session_create, session_stop
+from sessions_app.services import prompt_submit, session_stop
 from sessions_app.services.recovery import retry_cancel, session_recover, session_target_set
+from tests.support.factories import ProviderTargetFactory
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Scheduled attempts land in the real broker queue: celery_queue keeps it empty around each test.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("celery_queue")]
 
 State = PromptGeneration.State
 
@@ -25,30 +26,6 @@ State = PromptGeneration.State
 @pytest.fixture
 def clock():
     return SplitClock()
-
-
-@pytest.fixture
-def mock_target(mock_provider):
-    return ProviderTarget.objects.create(
-        name="Mock", kind=ProviderTarget.Kind.MOCK, model="mock-1", base_url=mock_provider.url
-    )
-
-
-@pytest.fixture
-def chat(owner, mock_target):
-    return session_create(owner=owner, target=mock_target, title="Chat")
-
-
-@pytest.fixture(autouse=True)
-def quiet_queue():
-    """Scheduled attempts land in the real broker queue; keep it empty around each test."""
-    import redis
-
-    client = redis.Redis.from_url(settings.REDIS["client"])
-    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
-    yield client
-    client.delete(settings.CELERY_TASK_DEFAULT_QUEUE)
-    client.close()
 
 
 def run_prompt(chat, owner, text, clock):
@@ -265,9 +242,7 @@ def test_a_new_prompt_during_the_wait_disarms_the_loop(chat, owner, clock, mock_
 
 def test_a_target_change_during_the_wait_disarms_the_loop(chat, owner, clock, mock_provider):
     generation = run_prompt(chat, owner, "/overloaded:1 hi", clock)
-    other = ProviderTarget.objects.create(
-        name="Other", kind=ProviderTarget.Kind.MOCK, model="mock-2", base_url=mock_provider.url
-    )
+    other = ProviderTargetFactory(name="Other", model="mock-2", base_url=mock_provider.url)
 
     session_target_set(session=chat, user=owner, target=other)
 
@@ -279,12 +254,10 @@ def test_a_target_change_during_the_wait_disarms_the_loop(chat, owner, clock, mo
 
 
 def test_failover_switches_target_before_any_output_and_says_so(
-    chat, owner, clock, mock_provider, mock_target, retry_settings
+    chat, owner, clock, mock_provider, retry_settings
 ):
-    backup = ProviderTarget.objects.create(
-        name="Backup", kind=ProviderTarget.Kind.MOCK, model="mock-backup", base_url=mock_provider.url
-    )
-    mock_target.fallback_links.create(fallback=backup, position=0)
+    backup = ProviderTargetFactory(name="Backup", model="mock-backup", base_url=mock_provider.url)
+    chat.target.fallback_links.create(fallback=backup, position=0)
     retry_settings(deadline_s=3)  # the 5 s ladder step no longer fits
 
     generation = run_prompt(chat, owner, "/overloaded:1 hi", clock)

@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 
 from sessions_app.ladder.models import RetryLoop, RetryNotice
-from sessions_app.ladder.notices import notice_upsert, notices_cleanup, notices_retire
 from sessions_app.models import PromptGeneration, SessionEvent
+from sessions_app.services.notices import notice_upsert, notices_cleanup, notices_retire
 
 from .conftest import loop_make
 

@@ -1,11 +1,10 @@
-"""Helpers for the ops tests: real subprocesses, real embedded servers, free ports."""
+"""Helpers for the ops tests: real subprocesses and real embedded servers."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
-import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,12 +14,6 @@ import psutil
 # Variables that would make a child process use the suite's configured services instead of
 # starting its own embedded ones.
 SERVICE_VARS = ("DATABASE_URL", "REDIS_URL", "KANDEV_STATE_DIR")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def env_without_services(**extra: str) -> dict[str, str]:

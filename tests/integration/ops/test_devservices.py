@@ -11,7 +11,7 @@ import psycopg
 import pytest
 import redis
 
-from kandev_web.devservices import BASE_DIR, EmbeddedServices, ServiceUrls, running_services
+from devtools.devservices import BASE_DIR, EmbeddedServices, ServiceUrls, running_services
 
 from .conftest import env_without_services, is_gone, short_temp_dir
 
@@ -102,7 +102,7 @@ def test_it_starts_nothing_for_services_that_are_configured():
 def test_exec_runs_the_command_with_embedded_services_and_returns_its_exit_code(state_dir):
     (state_dir / "services.env").unlink(missing_ok=True)
     result = subprocess.run(
-        [sys.executable, "-m", "kandev_web.devservices", "--state-dir", str(state_dir),
+        [sys.executable, "-m", "devtools.devservices", "--state-dir", str(state_dir),
          "exec", "--", sys.executable, "-c", PROBE],
         cwd=BASE_DIR, env=env_without_services(), check=False, capture_output=True, text=True, timeout=60,
     )
@@ -118,7 +118,7 @@ def test_exec_uses_the_configured_services_when_both_are_set(tmp_path):
         DATABASE_URL=os.environ["DATABASE_URL"], REDIS_URL=os.environ["REDIS_URL"]
     )
     result = subprocess.run(
-        [sys.executable, "-m", "kandev_web.devservices", "--state-dir", str(state_dir),
+        [sys.executable, "-m", "devtools.devservices", "--state-dir", str(state_dir),
          "exec", "--", sys.executable, "-c",
          "import os; print(os.environ['DATABASE_URL'], os.environ['REDIS_URL'])"],
         cwd=BASE_DIR, env=env, check=False, capture_output=True, text=True, timeout=30,

@@ -6,7 +6,7 @@ import io
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from sessions_app.models import ProviderTarget, Session
 
@@ -65,3 +65,13 @@ def test_it_takes_the_password_from_the_environment(settings):
     seed()
 
     assert get_user_model().objects.get(username="demo").check_password("from-the-env-pass")
+
+
+def test_a_mock_url_on_a_host_the_operator_did_not_allow_is_refused_and_nothing_is_seeded(settings):
+    settings.KANDEV_MOCK_PROVIDER_URL = "http://127.0.0.2:18765"
+
+    with pytest.raises(CommandError, match=r"127\.0\.0\.2:18765.*KANDEV_PROVIDER_HOSTS"):
+        seed(password="demo-pass-1")
+
+    assert not ProviderTarget.objects.exists()
+    assert not get_user_model().objects.filter(username="demo").exists()

@@ -1,8 +1,10 @@
 """`make run`'s supervisor, run for real in a subprocess: embedded services, migrate, seed, mock
-provider, Daphne, Celery worker and beat; one signal stops them all."""
+provider, Daphne, Celery worker and beat; a child that dies comes back while the others serve; one
+signal stops them all."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -11,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -18,9 +21,13 @@ import psutil
 import pytest
 from django.contrib.auth.hashers import check_password
 
-from kandev_web.devservices import BASE_DIR
+from devtools.devservices import BASE_DIR
+from devtools.processes import ProcessSpec
+from devtools.supervisor import STABLE_AFTER_S, Supervisor, config_from_env
+from devtools.testbed import free_port
+from recovery.clock import FakeClock
 
-from .conftest import env_without_services, free_port, is_gone, short_temp_dir
+from .conftest import env_without_services, is_gone, short_temp_dir
 
 BANNER = "Kandev Web is running at"
 DEMO_PASSWORD = "demo-pass-ops-test"
@@ -35,7 +42,7 @@ class RunningSupervisor:
         self.mock_port = free_port()
         self.lines: list[str] = []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kandev_web.supervisor"],
+            [sys.executable, "-m", "devtools.supervisor"],
             cwd=BASE_DIR,
             env=env_without_services(
                 KANDEV_STATE_DIR=str(state_dir),
@@ -72,6 +79,16 @@ class RunningSupervisor:
 
     def descendants(self) -> list[psutil.Process]:
         return psutil.Process(self.process.pid).children(recursive=True)
+
+    def child(self, name: str) -> psutil.Process:
+        """The supervisor's direct child running ``name`` (as the output prefixes call it)."""
+        marks = {"mock": "recovery.mock", "worker": " worker ", "beat": " beat ", "web": "daphne"}
+        found = [
+            p for p in psutil.Process(self.process.pid).children()
+            if marks[name] in " ".join(p.cmdline()) + " "
+        ]
+        assert len(found) == 1, (name, [p.cmdline() for p in found])
+        return found[0]
 
     def service_pids(self) -> list[int]:
         """Postgres and Redis daemonise, so they are found through their pid files (which they
@@ -159,19 +176,49 @@ def test_it_serves_the_app_and_stops_everything_on_ctrl_c(supervisor_factory):
     assert not env_file.exists()
 
 
+def healthz_status(port: int) -> int:
+    try:
+        return http_status(f"http://127.0.0.1:{port}/healthz")
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def wait_until(check, *, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if result := check():
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"{what} not reached within {timeout_s:.0f} s")
+
+
 @pytest.mark.chaos
-def test_a_child_that_dies_stops_the_rest_with_a_failure_exit(supervisor_factory):
-    run = supervisor_factory()
+def test_a_killed_worker_comes_back_while_web_keeps_serving(supervisor_factory):
+    run = supervisor_factory(KANDEV_RESTART_DELAYS="1")
     run.wait_for(BANNER)
+    wait_until(lambda: healthz_status(run.port) == 200, timeout_s=30, what="a healthy app")
+    others = {name: run.child(name).pid for name in ("mock", "beat", "web")}
+    worker = run.child("worker")
+    pool = worker.children()
+
+    worker.kill()
+
+    run.wait_for("worker exited with code -9; restarting it in 1 s (death 1 in a row)")
+    wait_until(lambda: healthz_status(run.port) == 503, timeout_s=10, what="503 while it is down")
+    assert http_status(f"http://127.0.0.1:{run.port}/accounts/login/") == 200
+    wait_until(lambda: healthz_status(run.port) == 200, timeout_s=60, what="healthy again")
+    restarted = run.child("worker")
+    assert restarted.pid != worker.pid
+    assert f"restarted worker (pid {restarted.pid})" in run.output
+    assert {name: run.child(name).pid for name in others} == others
+    assert [p.pid for p in pool if not is_gone(p.pid)] == []  # its orphaned pool went with it
+    assert run.process.poll() is None
     children = run.descendants()
-    mock = next(p for p in children if "recovery.mock" in " ".join(p.cmdline()))
 
-    mock.kill()
+    os.kill(run.process.pid, signal.SIGINT)
 
-    assert run.wait_exit() == 1
-    assert "mock exited with code -9; stopping everything" in run.output
+    assert run.wait_exit() == 0
     assert [p.pid for p in children if not is_gone(p.pid)] == []
-    assert not (run.state_dir / "services.env").exists()
 
 
 def test_it_refuses_a_port_in_use_before_starting_anything(supervisor_factory):
@@ -183,3 +230,92 @@ def test_it_refuses_a_port_in_use_before_starting_anything(supervisor_factory):
         assert run.wait_exit(timeout_s=20) == 2
     assert f"Port {port} on 127.0.0.1 is in use" in run.output
     assert not (run.state_dir / "postgres").exists()
+
+
+class Restarts:
+    """A real Supervisor on a fake clock: its children are real processes, its waits are not."""
+
+    def __init__(self, *, delays: tuple[float, ...]) -> None:
+        self.clock = FakeClock()
+        self.out = io.StringIO()
+        self.supervisor = Supervisor(
+            env=dict(os.environ), stopping=threading.Event(), out=self.out,
+            restart_delays_s=delays, clock=self.clock.monotonic,
+        )  # fmt: skip
+
+    @property
+    def process(self) -> subprocess.Popen:
+        return self.supervisor.children[0].process
+
+    def step(self, *, after_s: float = 0.0) -> None:
+        self.clock.advance(after_s)
+        self.supervisor.keep_alive()
+
+    def reported(self) -> list[str]:
+        return [line.split("| ", 1)[1] for line in self.out.getvalue().splitlines()
+                if line.lstrip().startswith("run |")]  # fmt: skip
+
+
+@pytest.fixture
+def restarts():
+    started: list[Restarts] = []
+
+    def make(**kwargs) -> Restarts:
+        started.append(Restarts(**kwargs))
+        return started[-1]
+
+    yield make
+    for each in started:
+        each.supervisor.stop_all()
+
+
+def test_a_child_that_keeps_dying_is_restarted_after_each_delay_in_turn(restarts):
+    run = restarts(delays=(1.0, 5.0))
+    run.supervisor.start(ProcessSpec("crasher", (sys.executable, "-c", "raise SystemExit(3)")))
+    first = run.process
+    first.wait(timeout=30)
+
+    run.step()
+    run.step(after_s=0.9)
+    assert run.process is first  # still waiting out its delay
+    run.step(after_s=0.1)
+    second = run.process
+    second.wait(timeout=30)
+    run.step()
+    run.step(after_s=5)
+    run.process.wait(timeout=30)
+    run.step()
+
+    assert second is not first
+    assert run.reported() == [
+        "crasher exited with code 3; restarting it in 1 s (death 1 in a row)",
+        f"restarted crasher (pid {second.pid})",
+        "crasher exited with code 3; restarting it in 5 s (death 2 in a row)",
+        f"restarted crasher (pid {run.process.pid})",
+        "crasher exited with code 3; restarting it in 5 s (death 3 in a row)",
+    ]
+
+
+def test_a_child_that_stayed_up_after_a_restart_waits_the_first_delay_again(restarts):
+    run = restarts(delays=(1.0, 5.0))
+    pause = "import signal; signal.pause()"
+    run.supervisor.start(ProcessSpec("sleeper", (sys.executable, "-c", pause)))
+    run.process.kill()
+    run.process.wait(timeout=30)
+    run.step()
+    run.step(after_s=1)
+    run.step(after_s=STABLE_AFTER_S)
+
+    run.process.kill()
+    run.process.wait(timeout=30)
+    run.step()
+
+    assert run.reported()[-1] == (
+        "sleeper exited with code -9; restarting it in 1 s (death 1 in a row)"
+    )
+
+
+def test_it_reads_restart_delays_from_the_environment_and_refuses_bad_ones():
+    assert config_from_env(env={"KANDEV_RESTART_DELAYS": "0.5,2"}).restart_delays_s == (0.5, 2.0)
+    with pytest.raises(SystemExit, match="KANDEV_RESTART_DELAYS must be seconds"):
+        config_from_env(env={"KANDEV_RESTART_DELAYS": "1,soon"})

@@ -1,5 +1,6 @@
-"""Fixtures for the web tests: users, a target, a session, and an authenticated socket factory
-that goes through the real ASGI stack (origin check, session-cookie auth, routing)."""
+"""Fixtures for the web tests: an authenticated socket factory that goes through the real ASGI
+stack (origin check, session-cookie auth, routing). Users, the target and the session are
+tests/integration/conftest.py's."""
 
 from __future__ import annotations
 
@@ -8,12 +9,9 @@ from collections.abc import Callable
 
 import pytest
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from kandev_web.asgi import application
-from sessions_app.models import ProviderTarget, Session
-from sessions_app.services import session_create, target_create
 
 ORIGIN = b"http://127.0.0.1"
 FRAME_HEADER = re.compile(
@@ -25,26 +23,6 @@ FRAME_HEADER = re.compile(
 def fast_password_hashing(settings):
     # Real hashing costs ~0.5 s per user on this machine; these tests are not about hashing.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture
-def owner(db):
-    return get_user_model().objects.create_user("owner", password="owner-pass-123")
-
-
-@pytest.fixture
-def stranger(db):
-    return get_user_model().objects.create_user("stranger", password="stranger-pass-123")
-
-
-@pytest.fixture
-def target(db) -> ProviderTarget:
-    return target_create(name="Mock", kind=ProviderTarget.Kind.MOCK)
-
-
-@pytest.fixture
-def session(owner, target) -> Session:
-    return session_create(owner=owner, target=target, title="Write a haiku")
 
 
 def session_cookie(user) -> str:

@@ -8,9 +8,9 @@ from django.utils import timezone
 from recovery.budget import Budget, RetrySettings
 from recovery.clock import FakeClock
 from sessions_app.ladder.models import RetryLoop, RetryNotice
-from sessions_app.ladder.notices import notice_upsert
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.services import message_create, session_state_set
+from sessions_app.services.notices import notice_upsert
 
 RETRY_AT_S = 1_800_000_009.0  # a fixed instant, so rendered countdowns are exact
 

@@ -10,9 +10,9 @@ from django.test import Client
 
 from sessions_app import events as ev
 from sessions_app.frames import event_html, events_frame, snapshot_frame
-from sessions_app.ladder.notices import notices_retire
 from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services import session_state_set
+from sessions_app.services.notices import notices_retire
 from sessions_app.templatetags.notices import countdown_text
 from tests.integration.web.retry_state import RETRY_AT_S, waiting_session
 

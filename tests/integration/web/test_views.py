@@ -35,6 +35,8 @@ def test_pages_send_anonymous_visitors_to_the_login_page(client, path):
 
 
 def test_a_person_can_log_in_with_the_login_form(client, owner):
+    owner.set_password("owner-pass-123")
+    owner.save()
     page = client.get("/accounts/login/")
     assert page.status_code == 200 and b'name="password"' in page.content
     response = client.post("/accounts/login/", {"username": "owner", "password": "owner-pass-123"})

@@ -24,8 +24,8 @@ from recovery.events import (
     TurnEnd,
     Usage,
 )
+from recovery.guard import CancelToken, open_stream
 from recovery.mock.scenarios import answer_text
-from recovery.providers import CancelToken, open_stream
 from recovery.taxonomy import Code, Exposure, Kind, Phase, ProviderFailure, Source
 
 from .conftest import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, MockProvider, user_call
@@ -97,12 +97,14 @@ def test_a_tool_call_escapes_whole_and_the_next_call_carries_its_result(
     assert [r["tool_results"] for r in mock_provider.requests()] == [0, 1]
 
 
-# (scenario, wire) -> kind, status, provider_code, exposure, classified code
+# (scenario, wire) -> kind, status, provider_code, exposure, classified code. The kind is what the
+# adapter observed itself (a cut, a drop, an unreadable event); an error the provider sent stays
+# UNKNOWN, and the catalogue names it from its status, error type and text.
 FAILURES = [
     (
         "/overloaded:1",
         "anthropic",
-        Kind.OVERLOAD,
+        Kind.UNKNOWN,
         529,
         "overloaded_error",
         Exposure.NONE,
@@ -111,7 +113,7 @@ FAILURES = [
     (
         "/overloaded-sse:1",
         "anthropic",
-        Kind.OVERLOAD,
+        Kind.UNKNOWN,
         200,
         "overloaded_error",
         Exposure.NONE,
@@ -120,7 +122,7 @@ FAILURES = [
     (
         "/overloaded-after-start:1",
         "anthropic",
-        Kind.OVERLOAD,
+        Kind.UNKNOWN,
         200,
         "overloaded_error",
         Exposure.METADATA,
@@ -129,7 +131,7 @@ FAILURES = [
     (
         "/overloaded-after-text:1",
         "anthropic",
-        Kind.OVERLOAD,
+        Kind.UNKNOWN,
         200,
         "overloaded_error",
         Exposure.CONTENT,
@@ -138,7 +140,7 @@ FAILURES = [
     (
         "/rate-limited:1",
         "anthropic",
-        Kind.RATE_LIMIT,
+        Kind.UNKNOWN,
         429,
         "rate_limit_error",
         Exposure.NONE,
@@ -147,17 +149,17 @@ FAILURES = [
     (
         "/server-error:1:503",
         "anthropic",
-        Kind.SERVER,
+        Kind.UNKNOWN,
         503,
         "api_error",
         Exposure.NONE,
         Code.PROVIDER_UNAVAILABLE,
     ),
-    ("/quota", "anthropic", Kind.PAYMENT, 402, "billing_error", Exposure.NONE, Code.QUOTA_LIMITED),
+    ("/quota", "anthropic", Kind.UNKNOWN, 402, "billing_error", Exposure.NONE, Code.QUOTA_LIMITED),
     (
         "/auth",
         "anthropic",
-        Kind.AUTH,
+        Kind.UNKNOWN,
         401,
         "authentication_error",
         Exposure.NONE,
@@ -195,7 +197,7 @@ FAILURES = [
     (
         "/tool-partial-fail:1",
         "anthropic",
-        Kind.OVERLOAD,
+        Kind.UNKNOWN,
         200,
         "overloaded_error",
         Exposure.METADATA,
@@ -204,27 +206,44 @@ FAILURES = [
     (
         "/tool-complete-fail:1",
         "anthropic",
-        Kind.OVERLOAD,
+        Kind.UNKNOWN,
         200,
         "overloaded_error",
         Exposure.TOOL_CALL,
         Code.PROVIDER_OVERLOADED,
     ),
-    ("/overloaded:1", "openai", Kind.OVERLOAD, 503, "overloaded", Exposure.NONE, None),
-    ("/overloaded-sse:1", "openai", Kind.OVERLOAD, None, "overloaded", Exposure.NONE, None),
+    # OpenAI sends an overload as a server_error type with an "overloaded" code: the type names it.
+    (
+        "/overloaded:1",
+        "openai",
+        Kind.UNKNOWN,
+        503,
+        "overloaded",
+        Exposure.NONE,
+        Code.PROVIDER_UNAVAILABLE,
+    ),
+    (
+        "/overloaded-sse:1",
+        "openai",
+        Kind.UNKNOWN,
+        None,
+        "overloaded",
+        Exposure.NONE,
+        Code.PROVIDER_UNAVAILABLE,
+    ),
     (
         "/overloaded-after-text:1",
         "openai",
-        Kind.OVERLOAD,
+        Kind.UNKNOWN,
         None,
         "overloaded",
         Exposure.CONTENT,
-        None,
+        Code.PROVIDER_UNAVAILABLE,
     ),
     (
         "/rate-limited:1",
         "openai",
-        Kind.RATE_LIMIT,
+        Kind.UNKNOWN,
         429,
         "rate_limit_exceeded",
         Exposure.NONE,
@@ -233,13 +252,13 @@ FAILURES = [
     (
         "/quota",
         "openai",
-        Kind.PAYMENT,
+        Kind.UNKNOWN,
         429,
         "insufficient_quota",
         Exposure.NONE,
         Code.QUOTA_LIMITED,
     ),
-    ("/auth", "openai", Kind.AUTH, 401, "invalid_api_key", Exposure.NONE, Code.AUTH_REQUIRED),
+    ("/auth", "openai", Kind.UNKNOWN, 401, "invalid_api_key", Exposure.NONE, Code.AUTH_REQUIRED),
     ("/cut:1", "openai", Kind.TRUNCATED, None, None, Exposure.CONTENT, Code.TRUNCATED_STREAM),
     (
         "/malformed:1",
@@ -251,11 +270,19 @@ FAILURES = [
         Code.MALFORMED_STREAM,
     ),
     ("/drop:1", "openai", Kind.NETWORK, None, None, Exposure.CONTENT, Code.NETWORK_UNAVAILABLE),
-    ("/tool-complete-fail:1", "openai", Kind.OVERLOAD, None, "overloaded", Exposure.METADATA, None),
+    (
+        "/tool-complete-fail:1",
+        "openai",
+        Kind.UNKNOWN,
+        None,
+        "overloaded",
+        Exposure.METADATA,
+        Code.PROVIDER_UNAVAILABLE,
+    ),
     (
         "/gateway-openrouter:1",
         "openai",
-        Kind.OVERLOAD,
+        Kind.UNKNOWN,
         502,
         "overloaded_error",
         Exposure.NONE,
@@ -264,7 +291,7 @@ FAILURES = [
     (
         "/gateway-litellm:1",
         "openai",
-        Kind.RATE_LIMIT,
+        Kind.UNKNOWN,
         429,
         "throttling_error",
         Exposure.NONE,
@@ -291,9 +318,7 @@ def test_each_failure_is_decoded_into_evidence_the_classifier_can_name(
     assert evidence.provider_id == wire and evidence.model_id == "mock-1"
     assert not evidence.terminal_seen
     classification = classify(evidence)
-    if code is not None:
-        assert classification.code is code
-    assert classification.is_transient is (kind not in (Kind.PAYMENT, Kind.AUTH, Kind.MALFORMED))
+    assert classification.code is code
 
 
 @pytest.mark.parametrize("wire", WIRES)

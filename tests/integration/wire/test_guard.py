@@ -9,7 +9,8 @@ import pytest
 
 from recovery.clock import FakeClock
 from recovery.events import TextDelta, TurnEnd
-from recovery.providers import CancelToken, StreamTimeouts, open_stream
+from recovery.guard import CancelToken, open_stream
+from recovery.providers import StreamTimeouts
 from recovery.taxonomy import Exposure, Kind, ProviderFailure
 
 from .conftest import MockProvider, user_call

@@ -14,14 +14,13 @@ import openai
 import pytest
 
 from recovery.classify import classify
-from recovery.guard import CancelToken
+from recovery.guard import CancelToken, open_stream
 from recovery.mock.testing import (
     FAKE_ANTHROPIC_KEY,
     FAKE_OPENAI_KEY,
     MockProvider,
     running_mock_server,
 )
-from recovery.providers import open_stream
 from recovery.taxonomy import Code, Klass, ProviderFailure
 
 from .conftest import user_call

@@ -1,11 +1,16 @@
-"""The evidence layer: what an attempt showed, and whether the whole prompt may be replayed."""
+"""The evidence layer: what an attempt showed, and whether the whole prompt may be replayed.
+
+Each failure is built by the adapter (``failure_build``) and judged by the judge's replay step,
+as in production."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recovery.classify import classify
+from recovery.judge import judge_replay
 from recovery.providers.acp import (
     AgentPermission,
     AgentText,
@@ -14,15 +19,16 @@ from recovery.providers.acp import (
     AgentToolCallUpdate,
     AttemptEvidence,
     Correlation,
+    ReplayDisposition,
     ReplayReason,
     ResponseAttemptBoundary,
-    TerminalFacts,
+    TerminalError,
     evidence_observe,
     evidence_start,
+    failure_build,
     normalise_text,
-    replay_disposition,
 )
-from recovery.taxonomy import Evidence, Source
+from recovery.taxonomy import Source
 
 CURRENT = Correlation(session_id="s-1", execution_id="e-1", generation=2)
 STALE = Correlation(session_id="s-1", execution_id="e-1", generation=1)
@@ -31,16 +37,20 @@ ERROR_529 = "Internal error: " + DIAG_529 + " If it persists, check the status p
 ERROR_500 = "Internal error: API Error: 500 Internal server error."
 
 
-def terminal(message: str, *, correlation: Correlation = CURRENT, only_in_data: bool = False):
-    found = classify(
-        Evidence(source=Source.ACP_PROMPT, excerpt=f'{{"code": -32603, "message": "{message}"}}')
+def replay_disposition(
+    *, evidence: AttemptEvidence, message: str, current: Correlation = CURRENT, data: Any = None
+) -> ReplayDisposition:
+    """What the judge answers for a JSON-RPC prompt error ``message`` after ``evidence``."""
+    failure = failure_build(
+        terminal=TerminalError(
+            source=Source.ACP_PROMPT, message=message, jsonrpc_code=-32603, data=data
+        ),
+        attempt=evidence,
+        correlation=current,
+        provider_id=None,
+        model_id=None,
     )
-    return TerminalFacts(
-        correlation=correlation,
-        classification=found,
-        message=message,
-        signature_only_in_data=only_in_data,
-    )
+    return judge_replay(evidence=failure.evidence, replay=failure.replay_facts).replay
 
 
 def fed(*events, correlation: Correlation = CURRENT, start: Correlation = CURRENT):
@@ -51,7 +61,7 @@ def fed(*events, correlation: Correlation = CURRENT, start: Correlation = CURREN
 
 
 def test_it_allows_a_replay_when_the_attempt_showed_nothing_and_the_error_is_transient():
-    disposition = replay_disposition(evidence=fed(), terminal=terminal(ERROR_529), current=CURRENT)
+    disposition = replay_disposition(evidence=fed(), message=ERROR_529)
 
     assert (disposition.retry_allowed, disposition.reason) == (True, ReplayReason.PRE_RESULT_SAFE)
 
@@ -59,7 +69,7 @@ def test_it_allows_a_replay_when_the_attempt_showed_nothing_and_the_error_is_tra
 def test_a_matching_diagnostic_authorises_the_replay():
     state = fed(AgentText(text=DIAG_529, diagnostic=True))
 
-    disposition = replay_disposition(evidence=state, terminal=terminal(ERROR_529), current=CURRENT)
+    disposition = replay_disposition(evidence=state, message=ERROR_529)
 
     assert disposition.reason is ReplayReason.DIAGNOSTIC_MATCHED
     assert disposition.retry_allowed
@@ -68,7 +78,7 @@ def test_a_matching_diagnostic_authorises_the_replay():
 def test_a_diagnostic_of_another_code_stops_the_replay():
     state = fed(AgentText(text=DIAG_529, diagnostic=True))
 
-    disposition = replay_disposition(evidence=state, terminal=terminal(ERROR_500), current=CURRENT)
+    disposition = replay_disposition(evidence=state, message=ERROR_500)
 
     assert (disposition.retry_allowed, disposition.reason) == (
         False,
@@ -80,7 +90,7 @@ def test_a_same_code_diagnostic_whose_text_is_not_in_the_error_stops_the_replay(
     prose = "API Error: 529 Overloaded. I will wait a little and then try again."
     state = fed(AgentText(text=prose, diagnostic=True))
 
-    disposition = replay_disposition(evidence=state, terminal=terminal(ERROR_529), current=CURRENT)
+    disposition = replay_disposition(evidence=state, message=ERROR_529)
 
     assert disposition.reason is ReplayReason.DIAGNOSTIC_TEXT_NOT_CONTAINED
 
@@ -90,14 +100,10 @@ def test_containment_ignores_surrounding_and_repeated_whitespace_but_not_case():
     shouting = DIAG_529.replace("Overloaded", "OVERLOADED")
 
     matched = replay_disposition(
-        evidence=fed(AgentText(text=spaced, diagnostic=True)),
-        terminal=terminal(ERROR_529),
-        current=CURRENT,
+        evidence=fed(AgentText(text=spaced, diagnostic=True)), message=ERROR_529
     )
     upper = replay_disposition(
-        evidence=fed(AgentText(text=shouting, diagnostic=True)),
-        terminal=terminal(ERROR_529),
-        current=CURRENT,
+        evidence=fed(AgentText(text=shouting, diagnostic=True)), message=ERROR_529
     )
 
     assert matched.retry_allowed
@@ -118,7 +124,7 @@ def test_unmarked_output_clears_the_diagnostic_and_counts_as_output():
     assert state.diagnostic is None
     assert state.output_seen
     assert (
-        replay_disposition(evidence=state, terminal=terminal(ERROR_529), current=CURRENT).reason
+        replay_disposition(evidence=state, message=ERROR_529).reason
         is ReplayReason.OUTPUT_SEEN
     )
 
@@ -136,7 +142,7 @@ def test_tool_activity_keeps_the_diagnostic_but_makes_the_attempt_unsafe():
         AgentToolCall(id="t1", title="Read", kind="read", status="pending"),
     )
 
-    disposition = replay_disposition(evidence=state, terminal=terminal(ERROR_529), current=CURRENT)
+    disposition = replay_disposition(evidence=state, message=ERROR_529)
 
     assert state.diagnostic is not None
     assert (disposition.retry_allowed, disposition.reason) == (False, ReplayReason.TOOL_ACTIVITY)
@@ -164,9 +170,7 @@ def test_evidence_from_a_stale_generation_is_ignored_and_cannot_authorise():
     state = fed(AgentText(text="from an older attempt"), correlation=STALE)
 
     assert (state.output_seen, state.ignored) == (False, 1)
-    stale = replay_disposition(
-        evidence=fed(start=STALE), terminal=terminal(ERROR_529, correlation=STALE), current=CURRENT
-    )
+    stale = replay_disposition(evidence=fed(start=STALE), message=ERROR_529)
     assert (stale.retry_allowed, stale.reason) == (False, ReplayReason.NOT_CURRENT)
 
 
@@ -174,9 +178,7 @@ def test_generation_zero_never_authorises():
     zero = Correlation(session_id="s-1", execution_id="e-1", generation=0)
 
     disposition = replay_disposition(
-        evidence=fed(start=zero, correlation=zero),
-        terminal=terminal(ERROR_529, correlation=zero),
-        current=zero,
+        evidence=fed(start=zero, correlation=zero), message=ERROR_529, current=zero
     )
 
     assert disposition.reason is ReplayReason.NOT_CURRENT
@@ -184,7 +186,9 @@ def test_generation_zero_never_authorises():
 
 def test_a_signature_only_in_data_is_terminal_with_its_own_reason():
     disposition = replay_disposition(
-        evidence=fed(), terminal=terminal("Internal error", only_in_data=True), current=CURRENT
+        evidence=fed(),
+        message="Internal error",
+        data={"details": "peer disconnected before response"},
     )
 
     assert (disposition.retry_allowed, disposition.reason) == (
@@ -218,7 +222,7 @@ _events = st.lists(
 def test_no_sequence_with_output_or_tools_is_ever_replayable(events, message):
     state = fed(*events)
 
-    disposition = replay_disposition(evidence=state, terminal=terminal(message), current=CURRENT)
+    disposition = replay_disposition(evidence=state, message=message)
 
     if state.output_seen or state.tool_activity:
         assert not disposition.retry_allowed

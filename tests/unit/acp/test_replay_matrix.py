@@ -10,15 +10,15 @@ import shutil
 
 import pytest
 
-from recovery.catalogue.replay import (
+from recovery.providers.acp.replay_fixtures import (
     CLASSIFYING,
     ReplayMatrixError,
     forbidden_shapes_in,
     load_replay_fixtures,
     required_cells,
 )
-from recovery.catalogue.replay.consume import replay_evidence_layer
-from recovery.catalogue.replay.loader import REPLAY_DIR
+from recovery.providers.acp.replay_fixtures.consume import failure_judged, replay_evidence_layer
+from recovery.providers.acp.replay_fixtures.loader import REPLAY_DIR
 
 FIXTURES = load_replay_fixtures()
 IDS = [fixture.path.stem for fixture in FIXTURES]
@@ -33,13 +33,14 @@ def test_the_matrix_has_exactly_the_22_required_cells():
 @pytest.mark.parametrize("fixture", FIXTURES, ids=IDS)
 def test_the_evidence_layer_reaches_the_declared_disposition(fixture):
     tokens, outcome = replay_evidence_layer(fixture)
+    verdict = failure_judged(outcome)
 
-    assert outcome.replay.retry_allowed is fixture.expect.retry_allowed
-    assert outcome.replay.reason == fixture.expect.reason
-    assert outcome.classification.code == fixture.expect.diagnostic_code
+    assert verdict.replay.retry_allowed is fixture.expect.retry_allowed
+    assert verdict.replay.reason == fixture.expect.reason
+    assert verdict.classification.code == fixture.expect.diagnostic_code
     recorded = outcome.attempt.diagnostic
     assert (recorded.code if recorded else None) == fixture.expect.recorded_diagnostic_code
-    assert [*tokens, f"failure:{outcome.classification.code}"] == list(fixture.expect.events)
+    assert [*tokens, f"failure:{verdict.classification.code}"] == list(fixture.expect.events)
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=IDS)

@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from recovery.providers.acp import Correlation, TerminalError, evidence_start, failure_build
+from recovery.providers.acp.replay_fixtures.consume import failure_judged
 from recovery.providers.acp.sdk_logs import DropUnparsedUpdates
 from recovery.providers.acp.structured import codex_failure, gemini_failure, model_call_unfinished
 from recovery.taxonomy import Source
@@ -21,7 +22,8 @@ SENTINEL = "sentinel-7f3a"
 
 
 def prompt_failure(*, code, message, data=None, agent="codex-acp"):
-    return failure_build(
+    """The adapter's failure, judged as the app judges it (classification and replay)."""
+    failure = failure_build(
         terminal=TerminalError(
             source=Source.ACP_PROMPT, message=message, jsonrpc_code=code, data=data
         ),
@@ -30,6 +32,25 @@ def prompt_failure(*, code, message, data=None, agent="codex-acp"):
         provider_id=agent,
         model_id=None,
     )
+    return Judged(failure=failure, verdict=failure_judged(failure))
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    failure: object
+    verdict: object
+
+    @property
+    def classification(self):
+        return self.verdict.classification
+
+    @property
+    def replay(self):
+        return self.verdict.replay
+
+    @property
+    def evidence(self):
+        return self.failure.evidence
 
 
 def codex_data(message: str, info) -> dict:
@@ -101,7 +122,7 @@ def test_codex_data_text_never_leaves_the_adapter(data, code):
     failure = prompt_failure(code=-32603, message="Internal error", data=data)
 
     # Every field of what crosses into the app: evidence, metadata, message, classification.
-    crossing = repr(dataclasses.astuple(failure))
+    crossing = repr(dataclasses.astuple(failure.failure)) + repr(failure.verdict)
     assert SENTINEL not in crossing
     assert "127.0.0.1" not in crossing
 

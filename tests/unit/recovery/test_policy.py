@@ -10,8 +10,9 @@ import pytest
 from recovery.budget import Budget, RetrySettings
 from recovery.classify import classify
 from recovery.clock import FakeClock
-from recovery.policy import Action, decide, duration_phrase
+from recovery.policy import Action, decide
 from recovery.taxonomy import Code, Evidence, Exposure, Kind, Source
+from recovery.wording import duration_phrase
 
 OVERLOADED = json.dumps(
     {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
@@ -196,7 +197,7 @@ def test_hard_and_unclassified_failures_go_to_manual_recovery():
     assert auth_decision.action is Action.MANUAL
     assert (
         auth_decision.message
-        == "Authentication required. Check the credentials for this provider, then resume."
+        == "Authentication required. Ask an operator to check this target's credentials, then resume."
     )
     assert unknown_decision.action is Action.MANUAL
     assert unknown_decision.classification.code is Code.UNCLASSIFIED

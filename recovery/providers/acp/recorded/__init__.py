@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from recovery.catalogue.replay.loader import ReplayFixture, ReplayMatrixError, _fixture
+from recovery.providers.acp.replay_fixtures.loader import ReplayFixture, ReplayMatrixError, _fixture
 
 RECORDED_DIR = Path(__file__).parent
 AGENT_KINDS = ("claude", "codex", "gemini")

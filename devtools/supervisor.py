@@ -1,10 +1,14 @@
 """`make run`: one foreground process that owns everything the app needs on one machine.
 
 It starts embedded PostgreSQL and Redis when DATABASE_URL / REDIS_URL are unset (publishing them
-in .kandev/services.env for other terminals), migrates, seeds the demo, then runs the mock
-provider, Daphne, one Celery worker and Celery beat with their output prefixed by name. Ctrl-C
-or SIGTERM stops them all; a child that dies on its own stops the rest and the exit is non-zero,
-so a broken set-up never looks half alive.
+in .kandev/services.env for other terminals), migrates, seeds the demo, then runs the app's
+processes (devtools.processes: mock provider, Celery worker, Celery beat, Daphne) with their output
+prefixed by name. Ctrl-C or SIGTERM stops them all.
+
+A process that fails to start stops the rest and the exit is non-zero, so a broken set-up never
+looks half alive. Once the app is up, a process that dies is reported and restarted after a
+backoff (KANDEV_RESTART_DELAYS) while the others keep serving; /healthz says 503 meanwhile when
+it is the worker.
 
 Children run in their own sessions: a terminal Ctrl-C reaches only this process, which then
 stops each child's whole process group in order (Celery's pool processes included).
@@ -22,29 +26,24 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kandev_web.devservices import BASE_DIR, ServiceUrls, running_services, state_dir_default
+from devtools import processes
+from devtools.devservices import BASE_DIR, ServiceUrls, running_services, state_dir_default
+from devtools.processes import ProcessSpec, signal_group
 
 READY_TIMEOUT_S = 60.0
 # Celery's warm shutdown waits for running tasks; a prompt that is still streaming is redelivered
 # (acks_late) after a hard kill, so the grace period only needs to cover a clean exit.
 STOP_GRACE_S = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessSpec:
-    name: str
-    argv: tuple[str, ...]
-    # Ready when something answers HTTP on ready_url (any status), or once the process printed a
-    # line containing ready_line. Neither: ready as soon as it started.
-    ready_url: str = ""
-    ready_line: str = ""
-    # Needs the migrated, seeded database; the others start alongside the migration to save time.
-    after_setup: bool = True
+# Waits before restarting a process that died, by how often it died in a row (the last repeats).
+RESTART_DELAYS_S = (1.0, 2.0, 5.0, 10.0, 30.0)
+# A restarted process that stays up this long has recovered: its next death waits the first delay.
+STABLE_AFTER_S = 60.0
+# Started while the database migrates, to save time; the others need the migrated, seeded database.
+BEFORE_SETUP = frozenset({"mock", "worker"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +54,11 @@ class RunConfig:
     state_dir: Path
     python: str = sys.executable
     worker_concurrency: int = 2
-
-    @property
-    def browse_host(self) -> str:
-        return "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+    restart_delays_s: tuple[float, ...] = RESTART_DELAYS_S
 
     @property
     def url(self) -> str:
-        return f"http://{self.browse_host}:{self.port}/"
+        return f"http://{processes.connect_host(self.host)}:{self.port}/"
 
     @property
     def mock_url(self) -> str:
@@ -76,12 +72,25 @@ def config_from_env(*, env: dict[str, str]) -> RunConfig:
             raise SystemExit(f"{name} must be a whole number, got {raw!r}")
         return int(raw)
 
+    def delays(name: str, default: tuple[float, ...]) -> tuple[float, ...]:
+        raw = env.get(name)
+        if not raw:
+            return default
+        try:
+            parsed = tuple(float(item) for item in raw.split(","))
+        except ValueError:
+            parsed = ()
+        if not parsed or any(not 0 <= delay < float("inf") for delay in parsed):
+            raise SystemExit(f"{name} must be seconds separated by commas, got {raw!r}")
+        return parsed
+
     return RunConfig(
         host=env.get("HOST") or "127.0.0.1",
         port=whole("PORT", 8000),
         mock_port=whole("KANDEV_MOCK_PORT", 8765),
         state_dir=Path(env.get("KANDEV_STATE_DIR") or state_dir_default()).resolve(),
         worker_concurrency=whole("KANDEV_WORKER_CONCURRENCY", 2),
+        restart_delays_s=delays("KANDEV_RESTART_DELAYS", RESTART_DELAYS_S),
     )
 
 
@@ -93,45 +102,54 @@ def setup_commands(*, config: RunConfig) -> list[ProcessSpec]:
     ]
 
 
-def long_running(*, config: RunConfig) -> list[ProcessSpec]:
-    python = config.python
-    celery = (python, "-m", "celery", "-A", "kandev_web")
-    return [
-        ProcessSpec(
-            "mock",
-            (python, "-m", "recovery.mock", "--port", str(config.mock_port)),
-            ready_url=f"{config.mock_url}/_mock/health",
-            after_setup=False,
-        ),
-        ProcessSpec(
-            "worker",
-            (*celery, "worker", "--loglevel", "INFO", "--concurrency",
-             str(config.worker_concurrency), "--without-gossip", "--without-mingle"),
-            ready_line=" ready.",  # celery's "celery@host ready."
-            after_setup=False,
-        ),
-        ProcessSpec(
-            "beat",
-            (*celery, "beat", "--loglevel", "INFO",
-             "--schedule", str(config.state_dir / "celerybeat-schedule")),
-        ),
-        ProcessSpec(
-            "web",
-            (python, "-m", "daphne", "-b", config.host, "-p", str(config.port),
-             "kandev_web.asgi:application"),
-            ready_url=f"{config.url}admin/login/",
-        ),
-    ]
+def long_running(*, config: RunConfig) -> tuple[ProcessSpec, ...]:
+    return processes.app_processes(
+        web_host=config.host,
+        web_port=config.port,
+        mock_host="127.0.0.1",
+        mock_port=config.mock_port,
+        worker_concurrency=config.worker_concurrency,
+        beat_schedule=str(config.state_dir / "celerybeat-schedule"),
+        python=config.python,
+    )
+
+
+def restart_delay(*, delays: Sequence[float], deaths_in_a_row: int) -> float:
+    """The wait before restarting a process that died ``deaths_in_a_row`` times (1 or more)."""
+    return delays[min(deaths_in_a_row, len(delays)) - 1]
+
+
+@dataclass(slots=True)
+class Child:
+    """One long-running process and its restart bookkeeping."""
+
+    spec: ProcessSpec
+    process: subprocess.Popen
+    started_at: float
+    deaths_in_a_row: int = 0
+    restart_at: float | None = None  # set while it is dead and waiting to be restarted
 
 
 class Supervisor:
-    """Starts children, pumps their output with a name prefix, and stops them all together."""
+    """Starts children, pumps their output with a name prefix, restarts the ones that die, and
+    stops them all together."""
 
-    def __init__(self, *, env: dict[str, str], stopping: threading.Event, out=None) -> None:
+    def __init__(
+        self,
+        *,
+        env: dict[str, str],
+        stopping: threading.Event,
+        out=None,
+        restart_delays_s: Sequence[float] = RESTART_DELAYS_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.env = env
         self.stopping = stopping
         self.out = out or sys.stdout
-        self.children: list[tuple[ProcessSpec, subprocess.Popen]] = []
+        self.restart_delays_s = tuple(restart_delays_s)
+        self.clock = clock
+        self.children: list[Child] = []
+        self.one_shots: list[subprocess.Popen] = []
         self.pumps: list[threading.Thread] = []
         self.printed_ready: set[str] = set()
         self._print_lock = threading.Lock()
@@ -145,7 +163,7 @@ class Supervisor:
         process = subprocess.Popen(
             spec.argv, cwd=BASE_DIR, env=self.env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        )  # fmt: skip
         pump = threading.Thread(target=self._pump, args=(spec, process), daemon=True)
         pump.start()
         self.pumps.append(pump)
@@ -162,29 +180,29 @@ class Supervisor:
         """Exit code of a one-shot command, or None when a stop was requested meanwhile (the
         command is then left to stop_all)."""
         process = self._spawn(spec)
-        self.children.append((spec, process))
+        self.one_shots.append(process)
         while not self.stopping.is_set():
             try:
                 code = process.wait(timeout=0.2)
             except subprocess.TimeoutExpired:
                 continue
-            self.children.remove((spec, process))
+            self.one_shots.remove(process)
             return code
         return None
 
     def start(self, spec: ProcessSpec) -> None:
-        self.children.append((spec, self._spawn(spec)))
+        self.children.append(Child(spec, self._spawn(spec), started_at=self.clock()))
 
     def first_dead(self) -> tuple[ProcessSpec, int] | None:
-        for spec, process in self.children:
-            code = process.poll()
+        for child in self.children:
+            code = child.process.poll()
             if code is not None:
-                return spec, code
+                return child.spec, code
         return None
 
     def is_ready(self, spec: ProcessSpec) -> bool:
         if spec.ready_url:
-            return _answers_http(spec.ready_url)
+            return processes.answers(spec.ready_url)
         if spec.ready_line:
             return spec.name in self.printed_ready
         return True
@@ -198,41 +216,61 @@ class Supervisor:
             self.stopping.wait(0.2)
         return False
 
+    def keep_alive(self) -> None:
+        """One supervision step: report and schedule the restart of children that died, restart
+        the ones whose wait is over, and forgive the ones that stayed up."""
+        now = self.clock()
+        for child in self.children:
+            if child.restart_at is not None:
+                if now >= child.restart_at:
+                    self._restart(child, now=now)
+                continue
+            code = child.process.poll()
+            if code is None:
+                if child.deaths_in_a_row and now - child.started_at >= STABLE_AFTER_S:
+                    child.deaths_in_a_row = 0
+                continue
+            # Its pool processes would hold the broker connection and the port: end them too.
+            signal_group(child.process, signal.SIGKILL)
+            child.deaths_in_a_row += 1
+            delay = restart_delay(
+                delays=self.restart_delays_s, deaths_in_a_row=child.deaths_in_a_row
+            )
+            child.restart_at = now + delay
+            self.say(
+                "run",
+                f"{child.spec.name} exited with code {code}; restarting it in {delay:g} s"
+                f" (death {child.deaths_in_a_row} in a row)",
+            )
+
+    def _restart(self, child: Child, *, now: float) -> None:
+        self.printed_ready.discard(child.spec.name)
+        child.process = self._spawn(child.spec)
+        child.started_at = now
+        child.restart_at = None
+        self.say("run", f"restarted {child.spec.name} (pid {child.process.pid})")
+
     def stop_all(self) -> None:
         """Stop children newest first (web before the worker before the mock), each with its
         whole process group, then kill whatever outlived the grace period."""
-        for _spec, process in reversed(self.children):
-            _signal_group(process, signal.SIGTERM)
+        named = [("setup", p) for p in self.one_shots]
+        named += [(child.spec.name, child.process) for child in self.children]
+        for _name, process in reversed(named):
+            signal_group(process, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE_S
-        for spec, process in reversed(self.children):
+        for name, process in reversed(named):
             try:
                 process.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self.say("run", f"{spec.name} did not stop in {STOP_GRACE_S:.0f} s; killing it")
-                _signal_group(process, signal.SIGKILL)
+                self.say("run", f"{name} did not stop in {STOP_GRACE_S:.0f} s; killing it")
+                signal_group(process, signal.SIGKILL)
                 process.wait()
             # Its pool processes may outlive the leader for a moment; the group goes with it.
-            _signal_group(process, signal.SIGKILL)
+            signal_group(process, signal.SIGKILL)
         for pump in self.pumps:
             pump.join(timeout=2)
         self.children.clear()
-
-
-def _signal_group(process: subprocess.Popen, signum: int) -> None:
-    try:
-        os.killpg(process.pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _answers_http(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1):
-            return True
-    except urllib.error.HTTPError:
-        return True  # it answered; a 4xx/5xx still means the server is up
-    except (OSError, ValueError):
-        return False
+        self.one_shots.clear()
 
 
 def port_is_free(*, host: str, port: int) -> bool:
@@ -301,7 +339,9 @@ def serve(*, config: RunConfig) -> int:
     env_file = config.state_dir / "services.env"
     with running_services(state_dir=config.state_dir, env_file=env_file) as urls:
         supervisor = Supervisor(
-            env=child_env(config=config, urls=urls, password=password), stopping=stop_requested
+            env=child_env(config=config, urls=urls, password=password),
+            stopping=stop_requested,
+            restart_delays_s=config.restart_delays_s,
         )
         try:
             return _supervise(
@@ -317,7 +357,7 @@ def _supervise(
 ) -> int:
     specs = long_running(config=config)
     for spec in specs:
-        if not spec.after_setup:
+        if spec.name in BEFORE_SETUP:
             supervisor.start(spec)
     for spec in setup_commands(config=config):
         code = supervisor.run_to_end(spec)
@@ -327,7 +367,7 @@ def _supervise(
             supervisor.say("run", f"{spec.name} failed with exit code {code}")
             return 1
     for spec in specs:
-        if spec.after_setup:
+        if spec.name not in BEFORE_SETUP:
             supervisor.start(spec)
     deadline = time.monotonic() + READY_TIMEOUT_S
     for spec in specs:
@@ -342,11 +382,7 @@ def _supervise(
             return 1
     print(banner(config=config, password=password), flush=True)
     while not stop.wait(0.25):
-        dead = supervisor.first_dead()
-        if dead is not None:
-            spec, code = dead
-            supervisor.say("run", f"{spec.name} exited with code {code}; stopping everything")
-            return 1
+        supervisor.keep_alive()
     return 0
 
 

@@ -6,8 +6,8 @@ daemonise, so they are not children of the process that starts them: this module
 them, by pid, when its handle stops.
 
 Command line:
-    python -m kandev_web.devservices exec -- pytest -x   # start what is missing, run, stop
-    python -m kandev_web.devservices up                  # hold them up until Ctrl-C
+    python -m devtools.devservices exec -- pytest -x   # start what is missing, run, stop
+    python -m devtools.devservices up                  # hold them up until Ctrl-C
 
 This module must not import Django: it runs before settings can be loaded.
 """
@@ -273,7 +273,7 @@ def hold_services(*, state_dir: Path) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kandev_web.devservices")
+    parser = argparse.ArgumentParser(prog="python -m devtools.devservices")
     parser.add_argument("--state-dir", type=Path, default=None)
     sub = parser.add_subparsers(dest="action", required=True)
     run = sub.add_parser("exec", help="run a command with services up, then stop them")

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from recovery.catalogue.replay.forbidden import forbidden_shapes_in
-from recovery.catalogue.replay.matrix import CLASSIFYING, required_cells
+from recovery.providers.acp.replay_fixtures.forbidden import forbidden_shapes_in
+from recovery.providers.acp.replay_fixtures.matrix import CLASSIFYING, required_cells
 
 REPLAY_DIR = Path(__file__).parent
 CAPTURE_MODES = frozenset({"recorded", "reconstructed"})

@@ -17,25 +17,27 @@ from collections.abc import Sequence
 from django.db import transaction
 from django.utils import timezone
 
-from recovery.budget import Budget
 from recovery.clock import Clock
-from recovery.judge import CallStats, call_record, judge
+from recovery.judge import CallStats, Judgement, call_record, judge
 from recovery.policy import Action, Decision
+from recovery.replay import ReplayFacts
 from recovery.taxonomy import Evidence
 from sessions_app.enqueue import attempt_enqueue
-from sessions_app.ladder.loops import (
+from sessions_app.ladder.models import RetryLoop
+from sessions_app.models import PromptGeneration
+from sessions_app.services.generations import generation_await_retry, generation_retry_claim
+from sessions_app.services.loops import (
     attempt_number_next,
     attempt_record_write,
     loop_claim,
+    loop_create,
     loop_end,
-    loop_open,
+    loop_locked,
     loop_schedule,
     loops_overdue,
+    turn_budget,
 )
-from sessions_app.ladder.models import RetryLoop
-from sessions_app.ladder.notices import notices_cleanup, notices_retire
-from sessions_app.models import PromptGeneration
-from sessions_app.services.generations import generation_await_retry, generation_retry_claim
+from sessions_app.services.notices import notices_cleanup, notices_retire
 
 logger = logging.getLogger(__name__)
 
@@ -54,31 +56,37 @@ def failure_handle(
     clock: Clock,
     rng: random.Random,
     stats: CallStats | None = None,
-) -> Decision:
+    replay: ReplayFacts | None = None,
+) -> Judgement:
     """Judge a failed provider call with the turn's budget and persist the decision.
 
-    On RETRY / FAILOVER / WAIT_FOR_RESET the generation waits (notice shown, attempt scheduled on
-    commit); on MANUAL the loop ends and the caller ends the generation with its own card.
+    ``replay`` is what a failed whole-prompt attempt (ACP) showed; the judge refuses an automatic
+    retry unless it proves the attempt showed nothing. On RETRY / FAILOVER / WAIT_FOR_RESET the
+    generation waits (notice shown, attempt scheduled on commit); on MANUAL the loop ends and the
+    caller ends the generation with its own card.
     """
     with transaction.atomic():
-        loop = loop_open(
-            generation=generation, target_name=target_name, turn_started_at=turn_started_at
-        )
+        loop = loop_locked(generation=generation)
+        budget = turn_budget(loop=loop, target_name=target_name, turn_started_at=turn_started_at)
         judgement = judge(
             evidence=evidence,
-            budget=Budget.from_dict(loop.budget),
+            budget=budget,
             attempt=attempt_number_next(generation=generation),
             current_target=target_name,
             fallbacks=fallbacks,
             clock=clock,
             rng=rng,
             stats=stats,
+            replay=replay,
         )
         attempt_record_write(generation=generation, record=judgement.record)
         decision = judgement.decision
         if decision.action is Action.MANUAL:
-            loop_end(loop=loop, state=_manual_end_state(decision))
+            # Handed back. A loop exists only once something was retried; it ends here.
+            if loop is not None:
+                loop_end(loop=loop, state=_manual_end_state(decision))
         else:
+            loop = loop or loop_create(generation=generation, budget=budget, target_name=target_name)
             loop_schedule(
                 loop=loop,
                 decision=decision,
@@ -87,7 +95,7 @@ def failure_handle(
                 previous_target=target_name,
             )
             generation_await_retry(generation=generation)
-    return decision
+    return judgement
 
 
 def call_succeeded(

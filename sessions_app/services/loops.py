@@ -2,7 +2,7 @@
 
 This module writes RetryLoop rows (and, through notices, the banner) and nothing else: the
 generation's own state belongs to ``sessions_app.services.generations``, and the walk from a
-failure to a scheduled attempt is ``sessions_app.ladder.services``.
+failure to a scheduled attempt is ``sessions_app.services.ladder``.
 """
 
 from __future__ import annotations
@@ -19,32 +19,44 @@ from recovery.telemetry import AttemptRecord as CallRecord
 from recovery.telemetry import emit_attempt
 from sessions_app.enqueue import attempt_enqueue
 from sessions_app.ladder.models import AttemptRecord, RetryLoop
-from sessions_app.ladder.notices import notice_upsert, notices_retire
 from sessions_app.models import PromptGeneration
+from sessions_app.services.notices import notice_upsert, notices_retire
 
 State = RetryLoop.State
 # A scheduled attempt this much past its time is presumed lost with its worker and re-enqueued.
 SWEEP_GRACE_S = 5.0
 
 
-def loop_open(
-    *, generation: PromptGeneration, target_name: str, turn_started_at: float
-) -> RetryLoop:
-    """The generation's loop, locked; created on its first failure (the failed call was the
-    turn's first attempt, and the deadline counts from when the turn started)."""
-    retry = settings.KANDEV_RETRY
-    budget = Budget(settings=retry, started_at=turn_started_at, visited_targets=(target_name,))
-    loop, _ = RetryLoop.objects.get_or_create(
-        generation=generation,
-        defaults={
-            "session_id": generation.session_id,
-            "attempt": 0,
-            "max_attempts": retry.max_attempts,
-            "budget": budget.record_attempt(target=target_name).to_dict(),
-            "target_name": target_name,
-        },
+def loop_locked(*, generation: PromptGeneration) -> RetryLoop | None:
+    """The generation's loop, locked for this transaction; None before its first retry."""
+    return RetryLoop.objects.select_for_update().filter(generation=generation).first()
+
+
+def turn_budget(
+    *, loop: RetryLoop | None, target_name: str, turn_started_at: float
+) -> Budget:
+    """What the turn has spent: the loop's budget, or (before any retry) a fresh one in which the
+    failed call was the turn's first attempt and the deadline counts from when the turn started."""
+    if loop is not None:
+        return Budget.from_dict(loop.budget)
+    budget = Budget(
+        settings=settings.KANDEV_RETRY, started_at=turn_started_at, visited_targets=(target_name,)
     )
-    return RetryLoop.objects.select_for_update().get(pk=loop.pk)
+    return budget.record_attempt(target=target_name)
+
+
+def loop_create(
+    *, generation: PromptGeneration, budget: Budget, target_name: str
+) -> RetryLoop:
+    """A retry loop for a generation's first scheduled retry (one per generation)."""
+    return RetryLoop.objects.create(
+        generation=generation,
+        session_id=generation.session_id,
+        attempt=0,
+        max_attempts=budget.settings.max_attempts,
+        budget=budget.to_dict(),
+        target_name=target_name,
+    )
 
 
 def loop_schedule(

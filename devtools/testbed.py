@@ -1,5 +1,6 @@
-"""For tests and benchmarks that run the real stack as subprocesses: free ports, waiting for a
-process to answer, `manage.py` in a child environment, and throwaway PostgreSQL databases.
+"""For tests and benchmarks that run the real stack as subprocesses: free ports, bounded waits,
+`manage.py` in a child environment, and throwaway PostgreSQL databases. The processes themselves
+are started from devtools/processes.py.
 
 Subprocesses (Daphne, Celery workers) cannot join pytest's transaction, so they get a database of
 their own on the configured server, dropped afterwards. That works for TCP and unix-socket URLs
@@ -12,7 +13,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,15 +28,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def answers(url: str) -> bool:
-    """True once ``url`` answers HTTP with anything but a server error."""
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status < 500
-    except OSError:
-        return False
 
 
 def wait_until(

@@ -2,14 +2,15 @@
 
 The transport layer replays a fixture through a real ACP client connection (the fake agent in
 ``recovery.mock.acp_replay``); the evidence layer replays the same frames here, without I/O,
-through the same conversion, shaping and evidence functions the adapter uses.
+through the same conversion, shaping and evidence functions the adapter uses. Either layer's
+failure is judged by the judge's own replay step (``recovery.judge.judge_replay``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from recovery.catalogue.replay.loader import ReplayFixture
+from recovery.judge import ReplayJudgement, judge_replay
 from recovery.providers.acp.convert import update_events
 from recovery.providers.acp.events import (
     AgentEvent,
@@ -31,6 +32,7 @@ from recovery.providers.acp.failure import (
     TerminalError,
     failure_build,
 )
+from recovery.providers.acp.replay_fixtures.loader import ReplayFixture
 from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
 from recovery.taxonomy import Source
 
@@ -54,8 +56,12 @@ def event_token(event: AgentEvent) -> str:
 
 def outcome_token(outcome: PromptOutcome) -> str:
     if isinstance(outcome, PromptFailure):
-        return f"failure:{outcome.classification.code}"
+        return f"failure:{failure_judged(outcome).classification.code}"
     return f"completed:{outcome.stop_reason}"
+
+
+def failure_judged(failure: PromptFailure) -> ReplayJudgement:
+    return judge_replay(evidence=failure.evidence, replay=failure.replay_facts)
 
 
 def fixture_correlation(fixture: ReplayFixture) -> Correlation:

@@ -7,14 +7,14 @@ classifying flag that disagrees with ``matrix.CLASSIFYING``, or a forbidden shap
 (``forbidden.FORBIDDEN_SHAPES``) anywhere in a payload.
 """
 
-from recovery.catalogue.replay.forbidden import FORBIDDEN_SHAPES, forbidden_shapes_in
-from recovery.catalogue.replay.loader import (
+from recovery.providers.acp.replay_fixtures.forbidden import FORBIDDEN_SHAPES, forbidden_shapes_in
+from recovery.providers.acp.replay_fixtures.loader import (
     ReplayFixture,
     ReplayMatrixError,
     load_replay_fixtures,
     matrix_problems,
 )
-from recovery.catalogue.replay.matrix import CLASSIFYING, required_cells
+from recovery.providers.acp.replay_fixtures.matrix import CLASSIFYING, required_cells
 
 __all__ = [
     "CLASSIFYING",

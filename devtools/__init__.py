@@ -1,0 +1,1 @@
+"""Development and test tooling: not part of the product."""
