@@ -59,6 +59,7 @@ def test_the_default_hosts_are_the_public_providers_and_loopback(monkeypatch):
     assert {rule.host for rule in rules} == {
         "api.anthropic.com",
         "api.openai.com",
+        "generativelanguage.googleapis.com",  # Gemini CLI's default
         "localhost",
         "127.0.0.1",
         "::1",
