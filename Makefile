@@ -10,6 +10,10 @@ UV_VERSION := 0.13.9
 # Re-sync only when the lock or the project file changes: the stamp's name carries their hash.
 LOCK_HASH := $(shell cat uv.lock pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.synced-$(LOCK_HASH)
+# The agent CLIs (Claude Code, Codex, Gemini CLI) come from package-lock.json through `npm ci`, into
+# node_modules/ here: never a global install, nothing fetched when a turn runs. Same stamp idea.
+NPM_LOCK_HASH := $(shell cat package-lock.json package.json 2>/dev/null | sha256sum | cut -c1-16)
+NPM_STAMP := node_modules/.installed-$(NPM_LOCK_HASH)
 # Embedded services for `make test` / `make bench` live apart from `make run`'s, so a running app
 # and a test run never share a database server or a Redis.
 TEST_STATE := .kandev/test
@@ -20,7 +24,7 @@ PYTEST_ARGS ?=
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install run test test-unit test-browser test-slow bench lint shell worker
+.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker
 
 help:
 	@echo "make run           start the app (embedded Postgres/Redis unless DATABASE_URL/REDIS_URL are set)"
@@ -28,13 +32,20 @@ help:
 	@echo "make test-unit     the recovery library's unit tests: no Django, database or Redis"
 	@echo "make test-browser  browser tests (Playwright + Debian chromium)"
 	@echo "make test-slow     chaos tests (real processes killed)"
+	@echo "make test-agents   end-to-end tests with the real agent CLIs (Claude Code, Codex, Gemini CLI)"
 	@echo "make bench         run benchmarks/bench_*.py and print one table"
 	@echo "make lint          ruff check"
 	@echo "make shell         Django shell against the running app's services"
 	@echo "make worker        an extra Celery worker against the running app's services"
-	@echo "make install       create .venv and sync it with uv.lock (run by the others)"
+	@echo "make install       sync .venv with uv.lock and node_modules with package-lock.json (run by the others)"
 
-install: $(STAMP)
+install: $(STAMP) $(NPM_STAMP)
+
+# npm ci starts from an empty node_modules, so an old stamp never survives a re-install.
+$(NPM_STAMP): package-lock.json package.json
+	@command -v npm >/dev/null || { echo "npm not found: install Node.js 20 or newer and retry." >&2; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 $(STAMP): uv.lock pyproject.toml
 	@if ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then \
@@ -73,6 +84,9 @@ test-unit: install
 
 test-browser: install
 	$(WITH_SERVICES) $(PY) -m pytest -m browser $(PYTEST_ARGS)
+
+test-agents: install
+	$(WITH_SERVICES) $(PY) -m pytest -m agents $(PYTEST_ARGS)
 
 # ALLOW_EMPTY=1: pytest's exit 5 ("no tests collected") counts as success (.ci/run sets it).
 test-slow: install

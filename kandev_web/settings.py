@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
@@ -259,6 +260,24 @@ def acp_inherited_env(environ: dict[str, str] | os._Environ) -> dict[str, str]:
 
 
 KANDEV_ACP_INHERITED_ENV = acp_inherited_env(os.environ)
+
+# Real agent CLIs (sessions_app/agent/registry.py): installed by `make install` into node_modules
+# from package-lock.json, run by this Node.js, with this PATH and nothing else of the worker's.
+KANDEV_AGENT_PACKAGES = Path(env_str("KANDEV_AGENT_PACKAGES", str(BASE_DIR / "node_modules")))
+KANDEV_AGENT_NODE = env_str("KANDEV_AGENT_NODE", shutil.which("node") or "/usr/bin/node")
+if not Path(KANDEV_AGENT_NODE).is_absolute():
+    raise ImproperlyConfigured(
+        f"KANDEV_AGENT_NODE must be an absolute path to node, got {KANDEV_AGENT_NODE!r}"
+    )
+_AGENT_PATH_DIRS = (str(Path(KANDEV_AGENT_NODE).parent), "/usr/local/bin", "/usr/bin", "/bin")
+KANDEV_AGENT_PATH = env_str("KANDEV_AGENT_PATH", os.pathsep.join(dict.fromkeys(_AGENT_PATH_DIRS)))
+# How long an agent gets to exit after its prompt ends (stdin closed) before its whole process
+# group is killed; stop, cancel and timeouts kill at once after the cancel grace.
+KANDEV_AGENT_EXIT_GRACE_S = env_float("KANDEV_AGENT_EXIT_GRACE_S", 0.2)
+if KANDEV_AGENT_EXIT_GRACE_S < 0:
+    raise ImproperlyConfigured(
+        f"KANDEV_AGENT_EXIT_GRACE_S must not be negative, got {KANDEV_AGENT_EXIT_GRACE_S}"
+    )
 # `seed_demo` uses it for the demo account when set (else --password, else a generated one).
 KANDEV_DEMO_PASSWORD = os.environ.get("KANDEV_DEMO_PASSWORD", "")
 
@@ -318,6 +337,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # The ACP SDK logs on the root logger itself; see the filter's docstring for what it drops.
+    "filters": {"acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"}},
+    "root": {
+        "handlers": ["console"],
+        "level": env_str("LOG_LEVEL", "INFO"),
+        "filters": ["acp_sdk_noise"],
+    },
     "loggers": {"django.channels.server": {"level": "WARNING"}},
 }

@@ -177,8 +177,8 @@ def target_key_unnamed(target: str) -> str:
     return f"Target {target} can't be called: no API key is configured for it. {ASK_AN_OPERATOR}"
 
 
-def target_no_command(target: str) -> str:
-    return f"Target {target} has no usable agent command line."
+def target_no_agent_kind(target: str) -> str:
+    return f"Target {target} names no known agent kind; an operator must choose one."
 
 
 def with_detail(message: str, detail: str) -> str:

@@ -32,7 +32,7 @@ class ProviderTargetForm(forms.ModelForm):
 
     class Meta:
         model = ProviderTarget
-        fields = ["name", "kind", "base_url", "model", "api_key_env", "command"]
+        fields = ["name", "kind", "base_url", "model", "api_key_env", "agent_kind"]
         help_texts = {
             "base_url": "Empty for the provider's default. Its host must be listed in "
             "KANDEV_PROVIDER_HOSTS.",
@@ -48,7 +48,7 @@ class ProviderTargetForm(forms.ModelForm):
                 base_url=cleaned.get("base_url", ""),
                 model=cleaned.get("model", ""),
                 api_key_env=cleaned.get("api_key_env", ""),
-                command=cleaned.get("command", ""),
+                agent_kind=cleaned.get("agent_kind", ""),
             )
         except InvalidInput as error:
             self.add_error(error.field if error.field in self.fields else None, error.message)

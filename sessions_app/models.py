@@ -16,14 +16,21 @@ class ProviderTarget(models.Model):
         ACP = "acp", "ACP agent"
         MOCK = "mock", "Mock provider (Anthropic wire format)"
 
+    class AgentKind(models.TextChoices):
+        MOCK = "mock", "Mock ACP agent (tests and demos)"
+        CLAUDE = "claude", "Claude Code (claude-agent-acp)"
+        CODEX = "codex", "Codex (codex-acp)"
+        GEMINI = "gemini", "Gemini CLI (gemini --acp)"
+
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
     base_url = models.URLField(max_length=500, blank=True)
     model = models.CharField(max_length=200, blank=True)
     # The *name* of the environment variable holding the key. The key itself is never stored.
     api_key_env = models.CharField(max_length=100, blank=True)
-    # ACP only: the agent's command line, split shell-style.
-    command = models.CharField(max_length=1000, blank=True)
+    # ACP only: which agent of the registry (sessions_app/agent/registry.py) runs the prompts.
+    # A kind, never a command line: what an agent process runs is decided by code, not by data.
+    agent_kind = models.CharField(max_length=20, choices=AgentKind.choices, blank=True)
     fallbacks = models.ManyToManyField(
         "self", through="TargetFallback", symmetrical=False, related_name="+", blank=True
     )

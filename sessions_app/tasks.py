@@ -6,9 +6,13 @@ enqueue these by name (sessions_app.enqueue), so nothing imports this module but
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
+from celery.signals import worker_process_shutdown, worker_shutdown
 from django.conf import settings
 
+from recovery.providers.acp.process import agent_processes_end_all
 from sessions_app import enqueue
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.services import generations_reap_lost, generations_requeue_stale
@@ -41,3 +45,14 @@ def requeue_stale_generations() -> int:
 def reap_lost_generations() -> int:
     """Periodic (Celery beat): hand back running generations whose worker went silent."""
     return len(generations_reap_lost(silent_for_s=settings.KANDEV_WORKER_SILENCE_S))
+
+
+logger = logging.getLogger(__name__)
+
+
+@worker_shutdown.connect
+@worker_process_shutdown.connect
+def end_agent_processes(**kwargs) -> None:
+    """A worker (or one of its pool processes) going away takes its agent processes with it."""
+    if ended := agent_processes_end_all():
+        logger.warning("worker shutdown: ended %s agent process tree(s)", ended)

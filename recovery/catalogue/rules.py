@@ -157,6 +157,81 @@ RULES: tuple[Rule, ...] = (
         provider_codes=frozenset({"-32000"}),
         why_narrow="ACP reserves JSON-RPC -32000 for 'authentication required'.",
     ),
+    # ---- structured: real agents' own structured error kinds (recovery/providers/acp/
+    # structured.py projects them through an allowlist; the raw JSON-RPC data never gets here)
+    Rule(
+        id="codex.error_info.server_overloaded.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=S,
+        provider_codes=frozenset({"codex.server_overloaded"}),
+        why_narrow="Codex's codex_error_info kind for a provider overload, nothing textual.",
+    ),
+    Rule(
+        id="codex.error_info.internal_server_error.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=S,
+        provider_codes=frozenset({"codex.internal_server_error"}),
+        why_narrow="Codex's codex_error_info kind for a provider 5xx it names no status for.",
+    ),
+    Rule(
+        id="codex.error_info.unauthorized.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=S,
+        provider_codes=frozenset({"codex.unauthorized"}),
+        why_narrow="Codex's kind for a refused key; waiting never fixes a key.",
+    ),
+    Rule(
+        id="codex.error_info.usage_limit_exceeded.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"codex.usage_limit_exceeded"}),
+        why_narrow="Codex's kind for a spent plan or credit, not a per-minute limit.",
+    ),
+    Rule(
+        id="codex.error_info.rejected_request.v1",
+        code=Code.INVALID_REQUEST,
+        tier=S,
+        provider_codes=frozenset({"codex.context_window_exceeded", "codex.bad_request"}),
+        why_narrow="Codex's kinds for a request that is refused the same way every time.",
+    ),
+    Rule(
+        id="google.quota_exceeded.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=S,
+        statuses=frozenset({429}),
+        line=_line(r"You exceeded your current quota\b"),
+        needles=("you exceeded your current quota",),
+        why_narrow=(
+            "Google answers a spent quota and a per-minute limit with the same 429 "
+            "RESOURCE_EXHAUSTED; only this opening sentence is the quota, and it must beat the 429."
+        ),
+    ),
+    Rule(
+        id="google.resource_exhausted.v1",
+        code=Code.RATE_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"resource_exhausted"}),
+        why_narrow="Google's status for a rate limit once the quota sentence had its say.",
+    ),
+    Rule(
+        id="google.model_overloaded.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=S,
+        statuses=frozenset({503, 529}),
+        line=_line(r"The model is overloaded\. Please try again later\."),
+        needles=("the model is overloaded",),
+        why_narrow=(
+            "Google's (and Gemini CLI's) overload sentence opening the message of a 503 or 529; "
+            "any other 503 is just unavailable."
+        ),
+    ),
+    Rule(
+        id="google.unavailable.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=S,
+        provider_codes=frozenset({"unavailable", "internal", "deadline_exceeded"}),
+        why_narrow="Google's statuses for a server that failed or timed out (503, 500, 504).",
+    ),
     # ---- structured: HTTP status alone, after the body's error type had its say ------------
     Rule(
         id="anthropic.overloaded.529.v1",
@@ -215,6 +290,29 @@ RULES: tuple[Rule, ...] = (
         why_narrow=(
             "Server-side and gateway failures only; 501 and 505 are permanent and stay "
             "unclassified."
+        ),
+    ),
+    # Codex kinds that may carry an HTTP status: after the status rules, so a status decides.
+    Rule(
+        id="codex.error_info.connection_failed.v1",
+        code=Code.NETWORK_UNAVAILABLE,
+        tier=S,
+        provider_codes=frozenset(
+            {"codex.http_connection_failed", "codex.response_stream_connection_failed"}
+        ),
+        why_narrow="Codex's kinds for a request that never reached the provider.",
+    ),
+    Rule(
+        id="codex.error_info.stream_disconnected.v1",
+        code=Code.TRUNCATED_STREAM,
+        tier=S,
+        provider_codes=frozenset(
+            {"codex.response_stream_disconnected", "codex.stream_disconnected"}
+        ),
+        why_narrow=(
+            "Codex's kind for a response stream that ended before response.completed, or its "
+            "'other' kind whose message opens with Codex's own 'stream disconnected before "
+            "completion:' prefix; a status, when present, was judged first."
         ),
     ),
     Rule(
@@ -349,6 +447,69 @@ RULES: tuple[Rule, ...] = (
         why_narrow=(
             "Cursor reuses the RetriableError prefix for hard failures, so only the listed "
             "suffixes within 256 UTF-8 bytes count, and cancellation words veto."
+        ),
+    ),
+    Rule(
+        id="acp.claude.unable_to_connect.v1",
+        code=Code.NETWORK_UNAVAILABLE,
+        tier=E,
+        line=_line(_CLAUDE + r"Unable to connect to API \((?:UND_ERR_SOCKET|ECONNREFUSED)\)$"),
+        needles=("api error:",),
+        why_narrow=(
+            "Claude Code's line for a connection that failed or dropped, with the undici or "
+            "socket code it names; only codes seen from it, the whole line."
+        ),
+    ),
+    Rule(
+        id="acp.claude.stream_ended.v1",
+        code=Code.TRUNCATED_STREAM,
+        tier=E,
+        line=_line(_CLAUDE + r"Stream ended without receiving any events$"),
+        needles=("api error:",),
+        why_narrow="Claude Code's line for a stream cut before message_stop; the whole line.",
+    ),
+    Rule(
+        id="acp.stream_terminated.v1",
+        code=Code.TRUNCATED_STREAM,
+        tier=E,
+        line=_line(r"(?:(?:Internal error: )?API Error: )?terminated$"),
+        needles=("terminated",),
+        why_narrow=(
+            "Node's fetch says only 'terminated' when a response body is cut; Gemini CLI sends "
+            "that word alone, Claude Code after its prefix. The word must be the whole line."
+        ),
+    ),
+    Rule(
+        id="acp.claude.api_error_body.overloaded.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=E,
+        line=_line(_CLAUDE + r'\{\"type\":\"error\",\"error\":\{\"type\":\"overloaded_error\"'),
+        needles=("api error:",),
+        why_narrow=(
+            "Claude Code relaying an in-stream overload event (no status before the body); the error "
+            "type must follow the prefix directly."
+        ),
+    ),
+    Rule(
+        id="acp.claude.api_error_body.api_error.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=E,
+        line=_line(_CLAUDE + r'\{\"type\":\"error\",\"error\":\{\"type\":\"api_error\"'),
+        needles=("api error:",),
+        why_narrow=(
+            "Claude Code relaying an in-stream server error event (no status before the body); the error "
+            "type must follow the prefix directly."
+        ),
+    ),
+    Rule(
+        id="acp.claude.api_error_body.rate_limit.v1",
+        code=Code.RATE_LIMITED,
+        tier=E,
+        line=_line(_CLAUDE + r'\{\"type\":\"error\",\"error\":\{\"type\":\"rate_limit_error\"'),
+        needles=("api error:",),
+        why_narrow=(
+            "Claude Code relaying an in-stream rate-limit event (no status before the body); the error "
+            "type must follow the prefix directly."
         ),
     ),
     # ---- broad: a provider token anywhere on a line, or the adapter's coarse judgement -----

@@ -120,6 +120,7 @@ class AcpDriver:
             env=config.env,
             permission_policy=config.permission_policy,
             prompt_timeout_s=max(1, settings.CELERY_TASK_SOFT_TIME_LIMIT - _TIMEOUT_MARGIN_S),
+            exit_grace_s=settings.KANDEV_AGENT_EXIT_GRACE_S,
         )
 
     def _context_rows(self) -> list[Message]:

@@ -1,5 +1,5 @@
 """Turn a ProviderTarget row into what a run needs: the wire layer's TargetConfig for a direct
-provider, an AcpTargetConfig (command line, working directory, environment) for an ACP agent.
+provider, an AcpTargetConfig (the registry's launch of its agent kind) for an ACP agent.
 
 The key lives only in the worker's environment, named by ``api_key_env``; it is read for each run
 and never stored, logged or put in an error message. A direct target is checked against the
@@ -9,12 +9,13 @@ target gets one neutral card, and the reason goes to the worker's log for staff.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 from django.conf import settings
 
@@ -22,6 +23,7 @@ from recovery import wording
 from recovery.providers.acp import PermissionPolicy
 from recovery.providers.base import TargetConfig
 from recovery.taxonomy import Evidence, Kind, Phase, ProviderFailure, Source
+from sessions_app.agent.registry import LaunchRequest, agent_spec
 from sessions_app.models import ProviderTarget
 from sessions_app.target_rules import base_url_effective, target_problems
 
@@ -100,24 +102,35 @@ class AcpTargetConfig:
 def acp_config_for(
     target: ProviderTarget, *, session_id: int, environ: Mapping[str, str] = os.environ
 ) -> AcpTargetConfig:
-    """The agent's command line (split shell-style), a working directory of the session's own and
-    the environment settings.KANDEV_ACP_INHERITED_ENV allows, plus the target's key looked up by
-    name in ``environ``. Raises TargetUnusable for a missing or unparsable command, or a key
-    variable that is named but not set."""
-    try:
-        command = tuple(shlex.split(target.command))
-    except ValueError:
-        command = ()
-    if not command:
+    """The launch of the target's agent kind (sessions_app.agent.registry): its command, a
+    working directory and a private home of the session's own (config files written there), and
+    an environment holding only what the launcher puts in it plus the target's key, looked up by
+    name in ``environ``. Raises TargetUnusable for a target without a known agent kind, or a key
+    that is needed and not set."""
+    spec = agent_spec(target.agent_kind)
+    if spec is None:
         raise TargetUnusable(
-            code="provider_not_configured",
-            detail=wording.target_no_command(target.name),
+            code="provider_not_configured", detail=wording.target_no_agent_kind(target.name)
         )
-    env = dict(settings.KANDEV_ACP_INHERITED_ENV)
-    # Appended, never prepended: an agent's own modules always win over ours.
-    env["PYTHONPATH"] = os.pathsep.join(
-        part for part in (env.get("PYTHONPATH", ""), str(settings.BASE_DIR)) if part
+    launch = spec.launch(
+        LaunchRequest(
+            home=_private_dir(f"home-{session_id}"),
+            key=_agent_key(target, needed=spec.needs_key, environ=environ),
+            base_url=target.base_url,
+            model=target.model,
+        )
     )
+    for path, text in launch.files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o600)  # config files sit beside the key's consumers: owner only
+    Path(launch.env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+    return AcpTargetConfig(
+        command=launch.command, cwd=str(_private_dir(f"session-{session_id}")), env=launch.env
+    )
+
+
+def _agent_key(target: ProviderTarget, *, needed: bool, environ: Mapping[str, str]) -> str:
     if target.api_key_env:
         key = environ.get(target.api_key_env, "")
         if not key:
@@ -125,12 +138,25 @@ def acp_config_for(
                 code="missing_credentials",
                 detail=wording.target_key_missing(target.name),
             )
-        env[target.api_key_env] = key
-    return AcpTargetConfig(command=command, cwd=str(_workdir(session_id)), env=env)
+        return key
+    if not needed or _is_loopback(target.base_url):
+        # The mock agent needs no key and the mock provider accepts any: never a real one.
+        return MOCK_PLACEHOLDER_KEY
+    raise TargetUnusable(code="missing_credentials", detail=wording.target_key_unnamed(target.name))
 
 
-def _workdir(session_id: int) -> Path:
-    # Each session gets its own directory, so an agent that writes files never sees another's.
-    path = Path(settings.KANDEV_ACP_WORKDIR) / f"session-{session_id}"
-    path.mkdir(parents=True, exist_ok=True)
+def _is_loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _private_dir(name: str) -> Path:
+    # Each session gets its own directories, so an agent never sees another session's files.
+    path = Path(settings.KANDEV_ACP_WORKDIR) / name
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path

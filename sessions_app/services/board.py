@@ -22,16 +22,21 @@ DIRECT_KINDS = (ProviderTarget.Kind.ANTHROPIC, ProviderTarget.Kind.OPENAI)
 
 
 def target_fields_check(
-    *, kind: str, base_url: str = "", model: str = "", api_key_env: str = "", command: str = ""
+    *, kind: str, base_url: str = "", model: str = "", api_key_env: str = "", agent_kind: str = ""
 ) -> None:
     """Raise InvalidInput for the first field the rules or the operator's allowlists refuse."""
+    if kind not in ProviderTarget.Kind.values:
+        raise InvalidInput("kind", f"must be one of {', '.join(ProviderTarget.Kind.values)}")
     problems = target_problems(kind=kind, base_url=base_url, api_key_env=api_key_env)
     if problems:
         raise InvalidInput(problems[0].field, problems[0].message)
     if kind in DIRECT_KINDS and not model:
         raise InvalidInput("model", "is required for direct provider targets")
-    if kind == ProviderTarget.Kind.ACP and not command.strip():
-        raise InvalidInput("command", "is required for ACP targets")
+    if kind == ProviderTarget.Kind.ACP and agent_kind not in ProviderTarget.AgentKind.values:
+        kinds = ", ".join(ProviderTarget.AgentKind.values)
+        raise InvalidInput("agent_kind", f"ACP targets name an agent kind: one of {kinds}")
+    if kind != ProviderTarget.Kind.ACP and agent_kind:
+        raise InvalidInput("agent_kind", "is for ACP targets only")
 
 
 def target_create(
@@ -41,7 +46,7 @@ def target_create(
     base_url: str = "",
     model: str = "",
     api_key_env: str = "",
-    command: str = "",
+    agent_kind: str = "",
     fallbacks: Sequence[int] = (),
 ) -> ProviderTarget:
     """Create a provider target with its ordered fallbacks (ids of existing targets). For staff
@@ -50,7 +55,7 @@ def target_create(
     if not name:
         raise InvalidInput("name", "must not be empty")
     target_fields_check(
-        kind=kind, base_url=base_url, model=model, api_key_env=api_key_env, command=command
+        kind=kind, base_url=base_url, model=model, api_key_env=api_key_env, agent_kind=agent_kind
     )
     fallback_ids = list(fallbacks)
     if len(set(fallback_ids)) != len(fallback_ids):
@@ -68,7 +73,7 @@ def target_create(
             base_url=base_url,
             model=model,
             api_key_env=api_key_env,
-            command=command,
+            agent_kind=agent_kind,
         )
         TargetFallback.objects.bulk_create(
             TargetFallback(target=target, fallback_id=fallback_id, position=position)
@@ -84,7 +89,7 @@ def target_update(
     base_url: str | None = None,
     model: str | None = None,
     api_key_env: str | None = None,
-    command: str | None = None,
+    agent_kind: str | None = None,
 ) -> ProviderTarget:
     """Change the given fields of an existing target (None leaves one as it is), checked like a
     new target as a whole."""
@@ -95,13 +100,13 @@ def target_update(
             "base_url": base_url,
             "model": model,
             "api_key_env": api_key_env,
-            "command": command,
+            "agent_kind": agent_kind,
         }.items()
         if value is not None
     }
     fields = {
         field: changes.get(field, getattr(target, field))
-        for field in ("kind", "base_url", "model", "api_key_env", "command")
+        for field in ("kind", "base_url", "model", "api_key_env", "agent_kind")
     }
     target_fields_check(**fields)
     if changes:

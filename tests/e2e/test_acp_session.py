@@ -41,11 +41,11 @@ def acp_environment(tmp_path_factory):
 def acp_session(stack, title: str) -> int:
     code = (
         "from django.contrib.auth import get_user_model\n"
-        "from sessions_app.management.commands.seed_demo import ACP_TARGET_NAME, acp_mock_command\n"
+        "from sessions_app.management.commands.seed_demo import ACP_TARGET_NAME\n"
         "from sessions_app.models import ProviderTarget\n"
         "from sessions_app.services import session_create, target_create\n"
         "target = ProviderTarget.objects.filter(name=ACP_TARGET_NAME).first() or target_create(\n"
-        "    name=ACP_TARGET_NAME, kind='acp', command=acp_mock_command())\n"
+        "    name=ACP_TARGET_NAME, kind='acp', agent_kind='mock')\n"
         f"user = get_user_model().objects.get(username={USERNAME!r})\n"
         f"print(session_create(owner=user, target=target, title={title!r}).pk)\n"
     )

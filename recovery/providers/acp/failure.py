@@ -18,6 +18,7 @@ from recovery.classify import classify
 from recovery.providers.acp.events import Correlation
 from recovery.providers.acp.evidence import AttemptEvidence
 from recovery.providers.acp.metadata import PromptErrorMetadata, metadata_project
+from recovery.providers.acp.structured import StructuredFailure, codex_failure, gemini_failure
 from recovery.redact import redact_diagnostic
 from recovery.replay import ReplayFacts
 from recovery.taxonomy import (
@@ -86,7 +87,10 @@ def failure_build(
     metadata = metadata_project(
         code=terminal.jsonrpc_code, data=terminal.data, provider_id=provider_id, model_id=model_id
     )
-    if terminal.source is Source.ACP_PROMPT:
+    structured = _structured(terminal, metadata=metadata, message=message)
+    if structured.excerpt is not None:
+        excerpt = structured.excerpt
+    elif terminal.source is Source.ACP_PROMPT:
         # The classifier reads a JSON-RPC error by its message; data is deliberately absent.
         excerpt = json.dumps(
             {"code": metadata.jsonrpc_code, "message": message}, ensure_ascii=False
@@ -101,12 +105,15 @@ def failure_build(
         message=message,
         signature_in_data=_transient_signature_in_data(terminal),
     )
+    provider_code = str(metadata.jsonrpc_code) if metadata.jsonrpc_code is not None else None
     evidence = Evidence(
         source=terminal.source,
         excerpt=excerpt,
         phase=terminal.phase,
         kind=terminal.kind,
-        provider_code=str(metadata.jsonrpc_code) if metadata.jsonrpc_code is not None else None,
+        status=structured.status,
+        retry_after_ms=structured.retry_after_ms,
+        provider_code=structured.kind or provider_code,
         exposure=_shown(facts),
         provider_id=metadata.provider_id,
         model_id=metadata.model_id,
@@ -131,6 +138,19 @@ def _shown(facts: ReplayFacts) -> Exposure:
     if facts.diagnostic is not None:
         return Exposure.METADATA  # a marked provider diagnostic: visible, but not the answer
     return Exposure.NONE
+
+
+def _structured(
+    terminal: TerminalError, *, metadata: PromptErrorMetadata, message: str
+) -> StructuredFailure:
+    # Only a prompt's own JSON-RPC error carries these; a chunk or an exit never does.
+    if terminal.source is not Source.ACP_PROMPT:
+        return StructuredFailure()
+    return (
+        codex_failure(terminal.data)
+        or gemini_failure(code=metadata.jsonrpc_code, message=message)
+        or StructuredFailure()
+    )
 
 
 def _transient_signature_in_data(terminal: TerminalError) -> bool:

@@ -1,6 +1,8 @@
 """Run one prompt against an ACP agent process and report neutral events plus one outcome.
 
-The agent is spawned with the SDK's stdio client (initialize, session/new, session/prompt).
+The agent is spawned in a process group of its own (``process.agent_process``: exactly the
+environment given, the whole tree ended afterwards) and spoken to with the SDK's stdio client
+(initialize, session/new, session/prompt).
 Incoming ``session/update`` frames are converted by a raw-message observer, which the SDK calls
 synchronously in wire order before it dispatches anything; so every event of a prompt reaches
 ``on_event`` before the prompt's own response is looked at, however the SDK schedules its
@@ -16,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.connection import StreamDirection, StreamEvent
 from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 from acp.schema import (
@@ -49,12 +51,15 @@ from recovery.providers.acp.failure import (
 )
 from recovery.providers.acp.metadata import allowed_identity
 from recovery.providers.acp.permissions import PermissionPolicy, permission_choose
+from recovery.providers.acp.process import agent_process
 from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
+from recovery.providers.acp.structured import model_call_unfinished
 from recovery.redact import redact_credentials
 from recovery.taxonomy import Kind, Phase, Source
 
 CLIENT_INFO = Implementation(name="kandev-web", version="1")
 _EXIT_WAIT_S = 5.0
+UNFINISHED_TURN = "the agent ended its turn, but no model call of it finished"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,9 @@ class AcpPromptSpec:
     # The earlier conversation, sent as a leading text block: a fresh agent process remembers
     # nothing of earlier prompts. The prompt stays the final block of its own.
     context: str | None = None
+    # After the prompt ends, how long the agent may take to exit on its own before its whole
+    # process group is ended. Its session state is of no use to us: every attempt is a new one.
+    exit_grace_s: float = 0.2
 
 
 def _prompt_blocks(spec: AcpPromptSpec) -> list[Any]:
@@ -131,16 +139,15 @@ class AcpPromptRun:
     # ---- the conversation -----------------------------------------------------------------
 
     async def _spawn_and_converse(self, stop: asyncio.Event) -> PromptOutcome:
-        command, *args = self.spec.command
         try:
-            async with spawn_agent_process(
+            async with agent_process(
                 _KandevClient(self),
-                command,
-                *args,
-                env=dict(self.spec.env),
+                self.spec.command,
+                env=self.spec.env,
                 cwd=self.spec.cwd,
-                transport_kwargs={"limit": DEFAULT_STDIO_BUFFER_LIMIT_BYTES},
+                limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES,
                 observers=[self._observe],
+                exit_grace_s=self.spec.exit_grace_s,
             ) as (conn, process):
                 drain = asyncio.create_task(self._drain_stderr(process.stderr))
                 try:
@@ -226,6 +233,16 @@ class AcpPromptRun:
         held = self._shaper.take_held()
         if held is not None:
             return self._fail(TerminalError(source=Source.ACP_CHUNK, message=held))
+        if str(response.stop_reason) == "end_turn" and model_call_unfinished(response.field_meta):
+            # Not an answer: whatever was shown stays, marked as a turn that did not finish.
+            return self._fail(
+                TerminalError(
+                    source=Source.ACP_PROMPT,
+                    message=UNFINISHED_TURN,
+                    kind=Kind.TRUNCATED,
+                    phase=Phase.STREAM,
+                )
+            )
         self._emit(PromptEnd(stop_reason=str(response.stop_reason)))
         return PromptCompleted(
             stop_reason=str(response.stop_reason),

@@ -1,5 +1,6 @@
 """Seed what a first look needs: the `demo` user, a "Mock" provider target, an "ACP mock agent"
-target (our mock ACP agent, run by this interpreter) and one demo session.
+target (our mock ACP agent), one target per real agent CLI (Claude Code, Codex, Gemini CLI, as
+installed by `make install`) pointing at the mock provider, and one demo session.
 
 Idempotent: run on every `make run`. The targets go through the same services and allowlists as
 any operator's (the mock's host must be in KANDEV_PROVIDER_HOSTS; loopback is by default). The password comes from --password or KANDEV_DEMO_PASSWORD
@@ -10,8 +11,6 @@ without either a fresh one is generated. Either way it is printed, because it is
 from __future__ import annotations
 
 import secrets
-import shlex
-import sys
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -19,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from sessions_app.agent.registry import CLAUDE_MODEL, CODEX_MODEL, GEMINI_MODEL
 from sessions_app.errors import InvalidInput
 from sessions_app.models import ProviderTarget, Session
 from sessions_app.services import session_create, target_create, target_update, task_create
@@ -30,9 +30,23 @@ DEMO_SESSION_TITLE = "Try the mock provider"
 ACP_TARGET_NAME = "ACP mock agent"
 
 
-def acp_mock_command() -> str:
-    # This interpreter, so the agent finds the project's virtualenv wherever it lives.
-    return shlex.join([sys.executable, "-m", "recovery.mock.acp_agent"])
+@dataclass(frozen=True, slots=True)
+class AgentSeed:
+    name: str
+    agent_kind: str
+    model: str
+    # What the agent's own base-URL variable expects after the mock's address; None: the agent
+    # calls no provider (our mock agent answers by itself).
+    url_suffix: str | None
+
+
+# No key variable: the targets point at the mock on loopback, which accepts a placeholder key.
+AGENT_SEEDS = (
+    AgentSeed(ACP_TARGET_NAME, ProviderTarget.AgentKind.MOCK, "", None),
+    AgentSeed("Claude Code (mock provider)", ProviderTarget.AgentKind.CLAUDE, CLAUDE_MODEL, ""),
+    AgentSeed("Codex (mock provider)", ProviderTarget.AgentKind.CODEX, CODEX_MODEL, "/v1"),
+    AgentSeed("Gemini CLI (mock provider)", ProviderTarget.AgentKind.GEMINI, GEMINI_MODEL, ""),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +75,8 @@ def demo_seed(*, password: str, mock_url: str) -> DemoSeed:
             target_update(
                 target=target, kind=ProviderTarget.Kind.MOCK, base_url=mock_url, model=MOCK_MODEL
             )
-        _acp_target_seed()
+        for seed in AGENT_SEEDS:
+            _agent_target_seed(seed, mock_url=mock_url)
         session = Session.objects.filter(owner=user).order_by("id").first()
         if session is None:
             task = task_create(owner=user, title="Demo task")
@@ -71,19 +86,20 @@ def demo_seed(*, password: str, mock_url: str) -> DemoSeed:
     )
 
 
-def _acp_target_seed() -> ProviderTarget:
-    target = ProviderTarget.objects.filter(name=ACP_TARGET_NAME).first()
+def _agent_target_seed(seed: AgentSeed, *, mock_url: str) -> ProviderTarget:
+    base_url = "" if seed.url_suffix is None else f"{mock_url.rstrip('/')}{seed.url_suffix}"
+    fields = {"agent_kind": seed.agent_kind, "base_url": base_url, "model": seed.model}
+    target = ProviderTarget.objects.filter(name=seed.name).first()
     if target is None:
-        return target_create(
-            name=ACP_TARGET_NAME, kind=ProviderTarget.Kind.ACP, command=acp_mock_command()
-        )
-    # The interpreter's path may differ from the last run (a new virtualenv): follow it.
-    return target_update(target=target, kind=ProviderTarget.Kind.ACP, command=acp_mock_command())
+        return target_create(name=seed.name, kind=ProviderTarget.Kind.ACP, **fields)
+    # The mock's port may differ from the last run (KANDEV_MOCK_PORT): follow it.
+    return target_update(target=target, kind=ProviderTarget.Kind.ACP, **fields)
 
 
 class Command(BaseCommand):
     help = (
-        "Create or refresh the demo user, the Mock and ACP mock agent targets and a demo session."
+        "Create or refresh the demo user, the Mock target, one target per ACP agent kind (all "
+        "pointing at the mock provider) and a demo session."
     )
 
     def add_arguments(self, parser):

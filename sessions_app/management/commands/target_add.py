@@ -28,7 +28,11 @@ class Command(BaseCommand):
         parser.add_argument("--model")
         parser.add_argument("--base-url", help="empty for the provider's default")
         parser.add_argument("--key-env", help="name of the variable holding the key")
-        parser.add_argument("--command", help="ACP only: the agent's command line")
+        parser.add_argument(
+            "--agent",
+            choices=ProviderTarget.AgentKind.values,
+            help="ACP only: the registry's agent kind (never a command line)",
+        )
         parser.add_argument(
             "--fallback",
             action="append",
@@ -43,7 +47,7 @@ class Command(BaseCommand):
             "model": options["model"],
             "base_url": options["base_url"],
             "api_key_env": options["key_env"],
-            "command": options["command"],
+            "agent_kind": options["agent"],
         }
         try:
             if update:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-import shlex
-import sys
 
 import pytest
 
@@ -17,8 +15,6 @@ from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, SessionEvent
 from sessions_app.services import prompt_submit
 from tests.support.factories import ProviderTargetFactory, SessionFactory
-
-MOCK_AGENT_COMMAND = shlex.join([sys.executable, "-m", "recovery.mock.acp_agent"])
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +42,7 @@ def clock():
 @pytest.fixture
 def acp_target(db):
     return ProviderTargetFactory(
-        name="Mock agent", kind=ProviderTarget.Kind.ACP, model="", command=MOCK_AGENT_COMMAND
+        name="Mock agent", kind=ProviderTarget.Kind.ACP, model="", agent_kind=ProviderTarget.AgentKind.MOCK
     )
 
 

@@ -1,19 +1,30 @@
-"""An ACP target's command line, working directory and environment, and what happens when it
-can't be started."""
+"""An ACP target names an agent kind of the registry; what its launch gets (command, working
+directory, private home, environment, config files), and what happens when it can't start."""
 
 from __future__ import annotations
 
 import io
-import shlex
+import json
+import os
 import sys
+import threading
+import time
+import tomllib
 
 import pytest
+from celery.signals import worker_process_shutdown
 from django.core.management import call_command
+from django.db import connection
 
+import sessions_app.tasks  # noqa: F401 -- connects the worker's shutdown handlers, as Celery does
 from kandev_web.settings import acp_inherited_env
-from sessions_app.agent.targets import TargetUnusable, acp_config_for
+from recovery.providers.acp.process import agent_processes_live
+from sessions_app.agent.registry import AGENTS
+from sessions_app.agent.runner import generation_run
+from sessions_app.agent.targets import MOCK_PLACEHOLDER_KEY, TargetUnusable, acp_config_for
+from sessions_app.errors import InvalidInput
 from sessions_app.models import Message, ProviderTarget
-from sessions_app.services import session_create
+from sessions_app.services import prompt_submit, session_create, target_create
 from tests.integration.acp_app.conftest import event_kinds, run_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -22,73 +33,153 @@ WORKER_ENV = {
     "PATH": "/usr/bin",
     "LANG": "C.UTF-8",
     "DATABASE_URL": "postgresql://postgres:hunter2@db/kandev",
-    "DJANGO_SECRET_KEY": "not-for-agents",
+    "REDIS_URL": "redis://127.0.0.1:6379/0",
+    "SECRET_KEY": "not-for-agents",
+    "KANDEV_DEMO_PASSWORD": "not-for-agents-either",
+    "OTHER_PROVIDER_KEY": "sk-other-000",
     "KANDEV_MOCK_ACP_STATE": "/tmp/state.json",
     "AGENT_KEY": "sk-ant-test-000",
 }
+WORKER_SECRETS = ("hunter2", "not-for-agents", "sk-other-000", "redis://")
 
 
-def target(command: str, **fields) -> ProviderTarget:
-    return ProviderTarget(name="Agent", kind=ProviderTarget.Kind.ACP, command=command, **fields)
+def target(agent_kind: str, **fields) -> ProviderTarget:
+    return ProviderTarget(name="Agent", kind=ProviderTarget.Kind.ACP, agent_kind=agent_kind, **fields)
 
 
 @pytest.fixture(autouse=True)
 def workdir(tmp_path, settings):
     settings.KANDEV_ACP_WORKDIR = tmp_path
+    settings.KANDEV_ACP_INHERITED_ENV = acp_inherited_env(WORKER_ENV)
     return tmp_path
 
 
-def test_the_command_is_split_shell_style(tmp_path):
-    config = acp_config_for(
-        target("npx -y '@zed-industries/claude-code-acp' --flag \"two words\""), session_id=4
-    )
+def test_every_agent_kind_a_target_can_name_has_a_launcher():
+    assert set(AGENTS) == set(ProviderTarget.AgentKind.values)
 
-    assert config.command == ("npx", "-y", "@zed-industries/claude-code-acp", "--flag", "two words")
+
+def test_the_mock_agent_runs_from_this_interpreter_in_the_sessions_own_directory(tmp_path):
+    config = acp_config_for(target("mock"), session_id=4)
+
+    assert config.command == (sys.executable, "-m", "recovery.mock.acp_agent")
     assert config.cwd == str(tmp_path / "session-4")
     assert (tmp_path / "session-4").is_dir()
 
 
-def test_the_agent_gets_only_allowlisted_variables_and_its_own_key(settings):
-    settings.KANDEV_ACP_INHERITED_ENV = acp_inherited_env(WORKER_ENV)
-    config = acp_config_for(target("agent", api_key_env="AGENT_KEY"), session_id=1, environ=WORKER_ENV)
+@pytest.mark.parametrize("agent_kind", ["claude", "codex", "gemini"])
+def test_a_real_agent_gets_its_key_a_private_home_and_nothing_else_of_the_worker(
+    agent_kind, tmp_path, settings
+):
+    config = acp_config_for(
+        target(agent_kind, api_key_env="AGENT_KEY", base_url="http://127.0.0.1:9/x"),
+        session_id=7,
+        environ=WORKER_ENV,
+    )
 
-    assert dict(config.env) == {
-        "LANG": "C.UTF-8",
-        "KANDEV_MOCK_ACP_STATE": "/tmp/state.json",
-        "AGENT_KEY": "sk-ant-test-000",
-        "PYTHONPATH": str(settings.BASE_DIR),
-    }
+    env = dict(config.env)
+    assert env["HOME"] == str(tmp_path / "home-7")
+    assert env["TMPDIR"].startswith(env["HOME"])
+    assert env["PATH"] == settings.KANDEV_AGENT_PATH
+    assert "sk-ant-test-000" in env.values()
+    assert not [name for name in env if name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY")]
+    assert not [value for value in env.values() if any(s in value for s in WORKER_SECRETS)]
     assert "sk-ant-test-000" not in repr(config)
+    assert config.cwd == str(tmp_path / "session-7")
+    assert config.command[-1 if agent_kind != "gemini" else -2].startswith(
+        str(settings.KANDEV_AGENT_PACKAGES)
+    )
 
 
-def test_the_projects_import_path_comes_after_the_workers_own(settings):
-    settings.KANDEV_ACP_INHERITED_ENV = acp_inherited_env({"PYTHONPATH": "/opt/lib"})
-    config = acp_config_for(target("agent"), session_id=1)
+def test_claude_code_has_its_own_retries_fallback_telemetry_and_updates_off(tmp_path):
+    env = acp_config_for(
+        target("claude", base_url="http://127.0.0.1:9", model="claude-opus-4-1"), session_id=1
+    ).env
 
-    assert config.env["PYTHONPATH"].split(":") == ["/opt/lib", str(settings.BASE_DIR)]
+    assert env["CLAUDE_CODE_MAX_RETRIES"] == "0"
+    assert env["CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK"] == "1"
+    assert env["DISABLE_TELEMETRY"] == env["DISABLE_AUTOUPDATER"] == "1"
+    assert env["DISABLE_ERROR_REPORTING"] == env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert env["CLAUDE_CONFIG_DIR"] == str(tmp_path / "home-1" / ".claude")
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert env["ANTHROPIC_MODEL"] == "claude-opus-4-1"
+    assert env["ANTHROPIC_API_KEY"] == MOCK_PLACEHOLDER_KEY  # loopback mock, no key named
 
 
-@pytest.mark.parametrize("command", ["", "   ", "agent 'unterminated"])
-def test_an_unusable_command_line_is_refused(command, tmp_path):
+def test_codex_gets_a_config_toml_with_one_provider_and_its_retries_off(tmp_path):
+    config = acp_config_for(
+        target("codex", base_url="http://127.0.0.1:9/v1", api_key_env="AGENT_KEY"),
+        session_id=2,
+        environ=WORKER_ENV,
+    )
+
+    codex_home = tmp_path / "home-2" / ".codex"
+    written = tomllib.loads((codex_home / "config.toml").read_text())
+    provider = written["model_providers"][written["model_provider"]]
+    assert config.env["CODEX_HOME"] == str(codex_home)
+    assert config.env[provider["env_key"]] == "sk-ant-test-000"
+    assert provider["base_url"] == "http://127.0.0.1:9/v1"
+    assert provider["wire_api"] == "responses"
+    assert (provider["request_max_retries"], provider["stream_max_retries"]) == (0, 0)
+    assert written["check_for_update_on_startup"] is False
+    assert written["analytics"] == {"enabled": False}
+    assert written["model"] == "gpt-5.4"
+    assert (codex_home / "config.toml").stat().st_mode & 0o077 == 0
+
+
+def test_gemini_gets_a_settings_file_with_one_attempt_and_no_telemetry(tmp_path):
+    config = acp_config_for(
+        target("gemini", base_url="http://127.0.0.1:9", model="gemini-2.5-flash"), session_id=3
+    )
+
+    written = json.loads((tmp_path / "home-3" / ".gemini" / "settings.json").read_text())
+    assert config.command[-1] == "--acp"
+    assert written["general"]["maxAttempts"] == 1
+    assert written["general"]["enableAutoUpdate"] is False
+    assert written["telemetry"] == {"enabled": False}
+    assert written["privacy"] == {"usageStatisticsEnabled": False}
+    assert written["model"] == {"name": "gemini-2.5-flash"}
+    assert config.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9"
+    assert config.env["GEMINI_API_KEY"] == MOCK_PLACEHOLDER_KEY
+
+
+def test_a_real_agent_aimed_at_a_real_provider_without_a_key_name_is_refused():
     with pytest.raises(TargetUnusable) as refused:
-        acp_config_for(target(command), session_id=1)
+        acp_config_for(target("claude"), session_id=1, environ=WORKER_ENV)
+
+    assert refused.value.code == "missing_credentials"
+
+
+@pytest.mark.parametrize("agent_kind", ["", "bash", "sh -c 'id'"])
+def test_a_target_without_a_known_agent_kind_is_refused(agent_kind):
+    with pytest.raises(TargetUnusable) as refused:
+        acp_config_for(target(agent_kind), session_id=1)
 
     assert refused.value.code == "provider_not_configured"
 
 
-def test_a_named_key_that_is_not_set_is_refused_without_starting_anything(tmp_path):
+def test_a_named_key_that_is_not_set_is_refused_without_starting_anything():
     with pytest.raises(TargetUnusable) as refused:
-        acp_config_for(target("agent", api_key_env="MISSING_KEY"), session_id=1, environ={})
+        acp_config_for(target("codex", api_key_env="MISSING_KEY"), session_id=1, environ={})
 
     assert refused.value.code == "missing_credentials"
     assert "MISSING_KEY" not in refused.value.detail  # a card never names the variable
 
 
+def test_creating_an_acp_target_needs_a_registry_kind():
+    with pytest.raises(InvalidInput) as refused:
+        target_create(name="Shell", kind=ProviderTarget.Kind.ACP, agent_kind="sh")
+
+    assert refused.value.field == "agent_kind"
+    assert not ProviderTarget.objects.filter(name="Shell").exists()
+
+
 def test_an_agent_that_can_not_be_started_fails_the_prompt_without_a_notice(
-    chat, owner, clock, acp_target
+    chat, owner, clock, settings, tmp_path
 ):
-    ProviderTarget.objects.filter(pk=acp_target.pk).update(
-        command="/nonexistent/kandev-agent --acp"
+    settings.KANDEV_AGENT_PACKAGES = tmp_path / "no-node-modules"
+    settings.KANDEV_AGENT_NODE = str(tmp_path / "no-node")
+    ProviderTarget.objects.filter(pk=chat.target_id).update(
+        agent_kind="claude", base_url="http://127.0.0.1:9"
     )
 
     generation = run_prompt(chat, owner, "hello", clock)
@@ -115,9 +206,48 @@ def test_the_seeded_acp_mock_agent_target_answers_a_prompt(owner, clock):
 
     generation = run_prompt(chat, owner, "are you there", clock)
 
-    assert ProviderTarget.objects.filter(kind="acp").count() == 1
-    assert shlex.split(seeded.command) == [sys.executable, "-m", "recovery.mock.acp_agent"]
+    assert seeded.agent_kind == "mock"
     assert generation.state == "succeeded"
     assert Message.objects.get(session=chat, role="assistant").text == (
         "Mock agent reply to: are you there"
     )
+
+
+def test_the_demo_seeds_one_target_per_agent_kind_on_the_mock_provider(settings):
+    call_command("seed_demo", password="demo-pass-1", stdout=io.StringIO())
+    call_command("seed_demo", password="demo-pass-1", stdout=io.StringIO())
+
+    seeded = {
+        t.agent_kind: t for t in ProviderTarget.objects.filter(kind=ProviderTarget.Kind.ACP)
+    }
+    mock = settings.KANDEV_MOCK_PROVIDER_URL
+    assert set(seeded) == set(ProviderTarget.AgentKind.values)
+    assert seeded["claude"].base_url == seeded["gemini"].base_url == mock
+    assert seeded["codex"].base_url == f"{mock}/v1"
+    assert all(t.api_key_env == "" for t in seeded.values())
+
+
+def test_a_worker_process_shutting_down_ends_the_agent_it_is_running(chat, owner, clock):
+    generation = prompt_submit(session=chat, user=owner, text="/slow:2000 one two three four")
+
+    def work() -> None:
+        try:
+            generation_run(generation_id=generation.pk, clock=clock)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 60
+    while not Message.objects.filter(session=chat, role="assistant").exists():
+        assert time.monotonic() < deadline, "the agent never answered"
+        time.sleep(0.05)
+    assert len(agent_processes_live()) == 1
+
+    worker_process_shutdown.send(sender=None, pid=os.getpid(), exitcode=0)
+    worker.join(30)
+
+    generation.refresh_from_db()
+    assert not worker.is_alive()
+    assert agent_processes_live() == frozenset()
+    assert generation.state == "failed"  # the agent died mid-answer: handed back, never a success

@@ -41,7 +41,7 @@ def operators_targets(db) -> list[ProviderTarget]:
     agent = ProviderTarget.objects.create(
         name="Team agent",
         kind=ProviderTarget.Kind.ACP,
-        command="/opt/kandev-agents/bin/secret-agent --acp-token-file /srv/kandev/token",
+        agent_kind=ProviderTarget.AgentKind.CLAUDE,
         api_key_env="ANTHROPIC_API_KEY",
     )
     return [proxy, agent]

@@ -31,6 +31,9 @@ def start_up(**env: str) -> subprocess.CompletedProcess[str]:
         ("KANDEV_RETRY_JITTER", "2"),
         ("KANDEV_RETRY_DEADLINE", "-1"),
         ("KANDEV_STREAM_FLUSH_INTERVAL", "often"),
+        ("KANDEV_AGENT_NODE", "node"),
+        ("KANDEV_AGENT_EXIT_GRACE_S", "-1"),
+        ("KANDEV_AGENT_EXIT_GRACE_S", "soon"),
     ],
 )
 def test_a_bad_value_stops_start_up_and_names_the_variable(name, value):
