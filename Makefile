@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install run test test-browser test-slow bench lint shell worker
+.PHONY: help install run test test-browser test-slow bench lint shell worker highlight-css
 
 help:
 	@echo "make run           start the app (embedded Postgres/Redis unless DATABASE_URL/REDIS_URL are set)"
@@ -31,6 +31,7 @@ help:
 	@echo "make lint          ruff check"
 	@echo "make shell         Django shell against the running app's services"
 	@echo "make worker        an extra Celery worker against the running app's services"
+	@echo "make highlight-css regenerate static/css/highlight.css (code colours) from Pygments"
 	@echo "make install       create .venv and sync it with uv.lock (run by the others)"
 
 install: $(STAMP)
@@ -81,6 +82,10 @@ bench: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# Committed, so `make run` needs no build step; a test fails when the file and the styles drift.
+highlight-css: install
+	$(PY) -c 'from sessions_app.templatetags.answers import highlight_css; print(highlight_css(), end="")' > static/css/highlight.css
 
 shell: install
 	$(PY) manage.py shell
