@@ -133,7 +133,7 @@
 
   // The composer: clear it once the server took the prompt; Enter (or Ctrl/Cmd+Enter) sends,
   // Shift+Enter is a new line, Esc stops a running turn. Focus comes back to the box after Send,
-  // Resume and Start fresh, whose buttons the websocket may already have swapped away.
+  // Resume and Start fresh.
   var touchOnly = window.matchMedia("(hover: none) and (pointer: coarse)");
   function composerText() { return document.getElementById("composer-text"); }
   function focusComposer() {
@@ -145,7 +145,15 @@
     var elt = evt.detail.elt;
     if (!elt) return;
     if (elt.id === "composer" && evt.detail.successful && evt.detail.xhr.status === 200) elt.reset();
-    if (elt.id === "composer" || (elt.closest && elt.closest(".recovery-actions"))) focusComposer();
+    if (elt.id === "composer") focusComposer();
+  });
+  // Resume, Start fresh and Stop are swapped away by the websocket, often before their own
+  // response (whose events then fire on a detached button and never reach the document), so
+  // focus moves to the composer as soon as one is pressed.
+  document.addEventListener("click", function (evt) {
+    if (evt.target.closest && evt.target.closest(".recovery-actions .btn, #composer-actions .btn--stop")) {
+      setTimeout(focusComposer, 0);
+    }
   });
   document.addEventListener("keydown", function (evt) {
     var box = composerText();
