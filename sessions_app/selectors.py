@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
+from recovery import wording
 from sessions_app.errors import SessionNotFound
 from sessions_app.ladder.models import RetryNotice
 from sessions_app.models import (
@@ -91,7 +92,8 @@ def session_recovery_actions(*, session: Session) -> list[str]:
         return []
     if not Message.objects.filter(session=session, role=Message.Role.USER).exists():
         return []
-    return ["resume", "fresh"]
+    last = PromptGeneration.objects.filter(session=session).order_by("-number").first()
+    return list(wording.recovery_actions(last.error_code if last is not None else ""))
 
 
 def session_explanation(*, session: Session) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from django import template
 
+from recovery import wording
 from sessions_app.models import Message, Session
 
 register = template.Library()
@@ -78,3 +79,15 @@ def absolute_time(iso: str | None) -> str:
     except ValueError:
         return ""
     return f"{moment.day} {moment:%b %Y, %H:%M} UTC"
+
+
+@register.filter
+def card_headline(explanation: str | None) -> str:
+    """The plain-words part of a failure card (recovery.wording.with_detail built it)."""
+    return wording.split_detail(explanation or "")[0]
+
+
+@register.filter
+def card_detail(explanation: str | None) -> str:
+    """The card's redacted technical detail, shown behind a disclosure; "" when there is none."""
+    return wording.split_detail(explanation or "")[1]
