@@ -232,3 +232,23 @@ def test_the_thinking_box_has_a_disclosure_marker_and_the_favicon_loads(stack, d
                    return getComputedStyle(d.querySelector('summary'), '::before').content; }"""
     )
     assert marker == '"▸"'
+
+
+def test_a_dropped_stream_card_speaks_plainly_and_hides_the_exception_until_asked(
+    stack, desktop, phone
+):
+    session_id = stack.new_session("Dropped stream")
+    for page in (desktop, phone):
+        open_session(page, session_id)
+    send(desktop, "/drop hello")
+    for page in (desktop, phone):
+        page.wait_for_selector(f"{CARD} .recovery-fresh", timeout=60_000)
+        headline = page.inner_text(f"{CARD} .recovery-explanation")
+        assert "Error" not in headline and "Details:" not in headline, headline
+        detail = page.locator(f"{CARD} details.recovery-detail")
+        assert detail.get_attribute("open") is None
+        assert not detail.locator("p").is_visible()
+    phone.tap(f"{CARD} details.recovery-detail summary")
+    assert phone.locator(f"{CARD} details.recovery-detail p").is_visible()
+    phone.screenshot(path="/tmp/kandev-phone-failure-card.png")
+    assert_fits_a_phone(phone)
