@@ -87,7 +87,8 @@ def target_fallback_names(*, target: ProviderTarget) -> list[str]:
 
 def session_recovery_actions(*, session: Session) -> list[str]:
     """Resume and Start fresh are offered while the session needs attention and has a prompt to
-    re-run. Derived, never stored, so the snapshot and the pushed events cannot disagree."""
+    re-run, primary first and as the last failure's code allows (``wording.recovery_actions``,
+    which generation_end pushes too), so the snapshot and the pushed events cannot disagree."""
     if session.state != Session.State.NEEDS_ATTENTION:
         return []
     if not Message.objects.filter(session=session, role=Message.Role.USER).exists():
