@@ -2,22 +2,73 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from django.conf import settings
 from ninja import Schema
-from pydantic import Field
+from pydantic import BeforeValidator, Field
+from pydantic_core import PydanticCustomError
+
+from sessions_app import text_rules
 
 TargetKind = Literal["anthropic", "openai", "acp", "mock"]
 
 
+def _refusing(problem: Callable[[str], str | None], *, pattern: str, description: str) -> Any:
+    """A str field checked by a text rule before pydantic's own checks, so the 422 names the
+    field with the rule's words; its pattern puts the same rule in the OpenAPI document."""
+
+    def check(value: object) -> object:
+        if isinstance(value, str):
+            message = problem(value)
+            if message is not None:
+                raise PydanticCustomError("text_refused", message)
+        return value
+
+    return (
+        BeforeValidator(check),
+        Field(description=description, json_schema_extra={"pattern": pattern}),
+    )
+
+
+Name = Annotated[
+    str,
+    *_refusing(
+        text_rules.name_problem,
+        pattern=text_rules.NAME_PATTERN,
+        description="One line, not blank; no control, bidirectional-override or lone surrogate"
+        " characters.",
+    ),
+]
+SingleLine = Annotated[
+    str,
+    *_refusing(
+        text_rules.single_line_problem,
+        pattern=text_rules.SINGLE_LINE_PATTERN,
+        description="One line; no control, bidirectional-override or lone surrogate characters.",
+    ),
+]
+PromptText = Annotated[
+    str,
+    *_refusing(
+        text_rules.text_problem,
+        pattern=text_rules.TEXT_PATTERN,
+        description="Not blank; no NUL and no lone surrogate characters.",
+    ),
+]
+
+
 class TargetIn(Schema):
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     kind: TargetKind
-    base_url: str = Field(default="", max_length=500)
-    model: str = Field(default="", max_length=200)
-    api_key_env: str = Field(default="", max_length=100, description="Name of the env variable")
-    command: str = Field(default="", max_length=1000)
+    base_url: SingleLine = Field(default="", max_length=500)
+    model: SingleLine = Field(default="", max_length=200)
+    api_key_env: SingleLine = Field(
+        default="", max_length=100, description="Name of the env variable"
+    )
+    command: SingleLine = Field(default="", max_length=1000)
     fallbacks: list[int] = Field(default_factory=list, max_length=20)
 
 
@@ -33,7 +84,7 @@ class TargetOut(Schema):
 
 
 class TaskIn(Schema):
-    title: str = Field(min_length=1, max_length=200)
+    title: Name = Field(min_length=1, max_length=200)
 
 
 class TaskOut(Schema):
@@ -46,7 +97,7 @@ class TaskOut(Schema):
 
 class SessionIn(Schema):
     target: int
-    title: str = Field(min_length=1, max_length=200)
+    title: Name = Field(min_length=1, max_length=200)
     task: int | None = None
 
 
@@ -101,7 +152,7 @@ class SessionDetail(Schema):
 
 
 class PromptIn(Schema):
-    text: str
+    text: PromptText = Field(min_length=1, max_length=settings.KANDEV_MAX_PROMPT_CHARS)
 
 
 class PromptOut(Schema):

@@ -13,11 +13,20 @@ from sessions_app import events as event_names
 from sessions_app.errors import InvalidInput
 from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
 from sessions_app.services.events import event_append
+from sessions_app.text_rules import name_problem, single_line_problem
 
 # An environment variable *name*. Anything else (a pasted key such as "sk-ant-...") is refused, so
 # a secret can never end up stored in this column by mistake.
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 DIRECT_KINDS = (ProviderTarget.Kind.ANTHROPIC, ProviderTarget.Kind.OPENAI)
+
+
+def _check_name(field: str, value: str) -> str:
+    """``value`` stripped, or InvalidInput when it cannot be a name (see text_rules)."""
+    problem = name_problem(value)
+    if problem is not None:
+        raise InvalidInput(field, problem)
+    return value.strip()
 
 
 def target_create(
@@ -31,9 +40,16 @@ def target_create(
     fallbacks: Sequence[int] = (),
 ) -> ProviderTarget:
     """Create a provider target with its ordered fallbacks (ids of existing targets)."""
-    name = name.strip()
-    if not name:
-        raise InvalidInput("name", "must not be empty")
+    name = _check_name("name", name)
+    for field, value in [
+        ("base_url", base_url),
+        ("model", model),
+        ("api_key_env", api_key_env),
+        ("command", command),
+    ]:
+        problem = single_line_problem(value)
+        if problem is not None:
+            raise InvalidInput(field, problem)
     if kind not in ProviderTarget.Kind.values:
         raise InvalidInput("kind", f"must be one of {', '.join(ProviderTarget.Kind.values)}")
     if api_key_env and not _ENV_NAME.match(api_key_env):
@@ -68,9 +84,7 @@ def target_create(
 
 
 def task_create(*, owner: AbstractBaseUser, title: str) -> Task:
-    title = title.strip()
-    if not title:
-        raise InvalidInput("title", "must not be empty")
+    title = _check_name("title", title)
     if len(title) > Task._meta.get_field("title").max_length:
         raise InvalidInput("title", "is too long")
     return Task.objects.create(owner=owner, title=title)
@@ -80,9 +94,7 @@ def session_create(
     *, owner: AbstractBaseUser, target: ProviderTarget, title: str, task: Task | None = None
 ) -> Session:
     """Open a session on ``target``; without a task, one is created from the title."""
-    title = title.strip()
-    if not title:
-        raise InvalidInput("title", "must not be empty")
+    title = _check_name("title", title)
     if task is not None and task.owner_id != owner.pk:
         raise InvalidInput("task", "unknown task")
     with transaction.atomic():
