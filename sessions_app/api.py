@@ -26,6 +26,7 @@ from sessions_app.api_schemas import (
     SessionOut,
     SessionPatchIn,
     StopOut,
+    TargetChoiceOut,
     TargetIn,
     TargetOut,
     TaskIn,
@@ -103,9 +104,11 @@ def _session_out(session: Session) -> dict:
     }
 
 
-@api.get("/v1/targets", response=list[TargetOut])
+@api.get("/v1/targets", response=list[TargetChoiceOut])
 def targets_list(request: HttpRequest) -> list[dict]:
-    return [_target_out(t) for t in selectors.targets_all()]
+    """What a person needs to pick a target: its name and model. How it runs (command, base URL,
+    key variable, fallbacks) is the operator's business and stays in the admin."""
+    return [{"id": t.pk, "name": t.name, "model": t.model} for t in selectors.targets_all()]
 
 
 @api.post("/v1/targets", response={201: TargetOut, 422: ErrorOut})

@@ -83,6 +83,12 @@ class TargetOut(Schema):
     fallbacks: list[int]
 
 
+class TargetChoiceOut(Schema):
+    id: int
+    name: str
+    model: str
+
+
 class TaskIn(Schema):
     title: Name = Field(min_length=1, max_length=200)
 

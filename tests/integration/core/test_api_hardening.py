@@ -106,3 +106,28 @@ def test_a_prompt_keeps_tabs_newlines_and_any_script(alice_api, session, celery_
     )
     assert response.status_code == 202
     assert Message.objects.get(session=session).text == text
+
+
+def test_ordinary_users_see_only_target_names_and_models(alice_api, alice, db):
+    from django.test import Client
+
+    ProviderTarget.objects.create(
+        name="Claude",
+        kind=ProviderTarget.Kind.ACP,
+        model="sonnet",
+        command="/opt/agents/bin/claude-acp --config /srv/kandev/agent.toml",
+        api_key_env="ANTHROPIC_API_KEY",
+        base_url="http://127.0.0.1:4000/internal",
+    )
+
+    response = alice_api.get("/api/v1/targets")
+
+    assert response.status_code == 200
+    assert [set(t) for t in response.json()] == [{"id", "name", "model"}]
+    assert response.json()[0]["name"] == "Claude" and response.json()[0]["model"] == "sonnet"
+    for secretish in ["/opt/agents", "agent.toml", "ANTHROPIC_API_KEY", "/internal"]:
+        assert secretish not in response.content.decode()
+    browser = Client()
+    browser.force_login(alice)
+    board = browser.get("/").content.decode()
+    assert "Claude" in board and "/opt/agents" not in board and "ANTHROPIC_API_KEY" not in board
