@@ -26,7 +26,7 @@ help:
 	@echo "make run           start the app (embedded Postgres/Redis unless DATABASE_URL/REDIS_URL are set)"
 	@echo "make test          run the default test suite (PYTEST_ARGS=... to narrow it)"
 	@echo "make test-browser  browser tests (Playwright + Debian chromium)"
-	@echo "make test-slow     load and chaos tests"
+	@echo "make test-slow     load, chaos and fuzz tests"
 	@echo "make bench         run benchmarks/bench_*.py and print one table"
 	@echo "make lint          ruff check"
 	@echo "make shell         Django shell against the running app's services"
@@ -71,9 +71,9 @@ test-browser: install
 
 # ALLOW_EMPTY=1: pytest's exit 5 ("no tests collected") counts as success (.ci/run sets it).
 test-slow: install
-	$(WITH_SERVICES) $(PY) -m pytest -m "load or chaos" $(PYTEST_ARGS) || { \
+	$(WITH_SERVICES) $(PY) -m pytest -m "load or chaos or fuzz" $(PYTEST_ARGS) || { \
 	  code=$$?; \
-	  if [ "$$code" = 5 ] && [ -n "$(ALLOW_EMPTY)" ]; then echo "no load or chaos tests collected"; \
+	  if [ "$$code" = 5 ] && [ -n "$(ALLOW_EMPTY)" ]; then echo "no load, chaos or fuzz tests collected"; \
 	  else exit "$$code"; fi; }
 
 bench: install

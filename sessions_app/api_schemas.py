@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from ninja import Schema
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from sessions_app import text_rules
@@ -60,16 +61,67 @@ PromptText = Annotated[
 ]
 
 
-class TargetIn(Schema):
+class BodyIn(Schema):
+    """A request body: a JSON object, nothing else. It replaces ninja's root validator, which
+    reads fields off any value as attributes (meant for ORM objects): a body of "AAA" made a task
+    titled "Aaa", from str.title."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _run_root_validator(cls, values: Any, handler: Any, info: Any) -> Any:
+        if not isinstance(values, dict):
+            raise PydanticCustomError("model_type", "Input should be a JSON object")
+        return handler(values)
+
+
+ENV_NAME_PATTERN = "^([A-Za-z_][A-Za-z0-9_]*)?$"
+
+
+def _env_name_problem(value: str) -> str | None:
+    problem = text_rules.single_line_problem(value)
+    if problem is None and not re.fullmatch(ENV_NAME_PATTERN, value):
+        return "must be the name of an environment variable, not a key"
+    return problem
+
+
+EnvName = Annotated[
+    str,
+    *_refusing(
+        _env_name_problem,
+        pattern=ENV_NAME_PATTERN,
+        description="Name of the environment variable holding the key (never the key itself)",
+    ),
+]
+
+
+def _required_when_kind(kinds: list[str], field: str, rule: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "if": {"properties": {"kind": {"enum": kinds}}, "required": ["kind"]},
+        "then": {"required": [field], "properties": {field: rule}},
+    }
+
+
+class TargetIn(BodyIn):
+    # What the service requires per kind (services/board.py), said in the schema too: a direct
+    # provider needs a model, an ACP agent a command.
+    model_config = {
+        "json_schema_extra": {
+            "allOf": [
+                _required_when_kind(["anthropic", "openai"], "model", {"minLength": 1}),
+                _required_when_kind(["acp"], "command", {"pattern": text_rules.NAME_PATTERN}),
+            ]
+        }
+    }
+
     name: Name = Field(min_length=1, max_length=100)
     kind: TargetKind
     base_url: SingleLine = Field(default="", max_length=500)
     model: SingleLine = Field(default="", max_length=200)
-    api_key_env: SingleLine = Field(
-        default="", max_length=100, description="Name of the env variable"
-    )
+    api_key_env: EnvName = Field(default="", max_length=100)
     command: SingleLine = Field(default="", max_length=1000)
-    fallbacks: list[int] = Field(default_factory=list, max_length=20)
+    fallbacks: list[int] = Field(
+        default_factory=list, max_length=20, json_schema_extra={"uniqueItems": True}
+    )
 
 
 class TargetOut(Schema):
@@ -89,7 +141,7 @@ class TargetChoiceOut(Schema):
     model: str
 
 
-class TaskIn(Schema):
+class TaskIn(BodyIn):
     title: Name = Field(min_length=1, max_length=200)
 
 
@@ -101,7 +153,7 @@ class TaskOut(Schema):
     sessions: list[int]
 
 
-class SessionIn(Schema):
+class SessionIn(BodyIn):
     target: int
     title: Name = Field(min_length=1, max_length=200)
     task: int | None = None
@@ -157,7 +209,7 @@ class SessionDetail(Schema):
     last_seq: int
 
 
-class PromptIn(Schema):
+class PromptIn(BodyIn):
     text: PromptText = Field(min_length=1, max_length=settings.KANDEV_MAX_PROMPT_CHARS)
 
 
@@ -174,11 +226,11 @@ class CancelRetryOut(Schema):
     recovery_actions: list[str]
 
 
-class RecoverIn(Schema):
+class RecoverIn(BodyIn):
     action: Literal["resume", "fresh"]
 
 
-class SessionPatchIn(Schema):
+class SessionPatchIn(BodyIn):
     target: int
 
 
@@ -198,4 +250,16 @@ class ApiTokenOut(Schema):
 
 
 class ErrorOut(Schema):
-    detail: Any
+    detail: str
+
+
+class FieldErrorOut(Schema):
+    type: str
+    loc: list[str | int] = Field(
+        description='Where: ["body", ..., "title"], ["path", "session_id"]'
+    )
+    msg: str
+
+
+class ValidationErrorOut(Schema):
+    detail: list[FieldErrorOut]

@@ -120,13 +120,14 @@ def test_bad_prompts_get_field_errors(session, alice_api, settings, body, field)
     ("body", "field"),
     [
         ({"name": "X", "kind": "weird"}, "kind"),
-        ({"name": "X", "kind": "mock", "fallbacks": [424242]}, "fallbacks"),
         ({"name": "X", "kind": "mock", "fallbacks": "1,2"}, "fallbacks"),
+        ({"name": "X", "kind": "mock", "fallbacks": [1, 1]}, "fallbacks"),
+        ({"name": "X", "kind": "anthropic"}, "model"),
+        ({"name": "X", "kind": "acp", "command": "  "}, "command"),
         (
             {"name": "X", "kind": "anthropic", "model": "m", "api_key_env": "sk-ant-test-000"},
             "api_key_env",
         ),
-        ({"name": "Mock", "kind": "mock"}, "name"),
     ],
 )
 def test_bad_targets_get_field_errors(alice_api, mock_target, body, field):
@@ -135,18 +136,32 @@ def test_bad_targets_get_field_errors(alice_api, mock_target, body, field):
     assert field in field_errors(response)
 
 
-def test_a_session_naming_an_unknown_or_foreign_target_or_task_gets_field_errors(
+def test_a_target_naming_an_unknown_fallback_is_404_and_a_taken_name_409(alice_api, mock_target):
+    # Well formed by the schema, so not 422: what is missing or taken is the database's to say.
+    assert post(
+        alice_api, "/api/v1/targets", {"name": "X", "kind": "mock", "fallbacks": [424242]}
+    ) == (
+        404,
+        {"detail": "No such target: 424242."},
+    )
+    assert post(alice_api, "/api/v1/targets", {"name": "Mock", "kind": "mock"}) == (
+        409,
+        {"detail": "A target with this name already exists."},
+    )
+
+
+def test_a_session_naming_an_unknown_or_foreign_target_or_task_gets_404_saying_which(
     alice_api, bob, mock_target
 ):
     from sessions_app.services import task_create
 
     bobs = task_create(owner=bob, title="Bob's")
     status, body = post(alice_api, "/api/v1/sessions", {"target": 999_999, "title": "x"})
-    assert (status, field_errors(body)) == (422, {"target"})
+    assert (status, body) == (404, {"detail": "No such target."})
     status, body = post(
         alice_api, "/api/v1/sessions", {"target": mock_target.pk, "title": "x", "task": bobs.pk}
     )
-    assert (status, field_errors(body)) == (422, {"task"})
+    assert (status, body) == (404, {"detail": "No such task."})
     status, body = post(alice_api, "/api/v1/sessions", {"target": "abc", "title": "x"})
     assert (status, field_errors(body)) == (422, {"target"})
     assert not Session.objects.exists()

@@ -131,3 +131,10 @@ def test_ordinary_users_see_only_target_names_and_models(alice_api, alice, db):
     browser.force_login(alice)
     board = browser.get("/").content.decode()
     assert "Claude" in board and "/opt/agents" not in board and "ANTHROPIC_API_KEY" not in board
+
+
+@pytest.mark.parametrize("body", ['"AAA"', "[]", "5", "null", "true"])
+def test_a_body_that_is_not_a_json_object_is_refused(alice_api, body):
+    response = post_raw(alice_api, "/api/v1/tasks", body)
+    assert response.status_code == 422
+    assert not Task.objects.exists()
