@@ -24,7 +24,7 @@ PYTEST_ARGS ?=
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker
+.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker highlight-css
 
 help:
 	@echo "make run           start the app (embedded Postgres/Redis unless DATABASE_URL/REDIS_URL are set)"
@@ -37,6 +37,7 @@ help:
 	@echo "make lint          ruff check"
 	@echo "make shell         Django shell against the running app's services"
 	@echo "make worker        an extra Celery worker against the running app's services"
+	@echo "make highlight-css regenerate static/css/highlight.css (code colours) from Pygments"
 	@echo "make install       sync .venv with uv.lock and node_modules with package-lock.json (run by the others)"
 
 install: $(STAMP) $(NPM_STAMP)
@@ -100,6 +101,10 @@ bench: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# Committed, so `make run` needs no build step; a test fails when the file and the styles drift.
+highlight-css: install
+	$(PY) -c 'from sessions_app.templatetags.answers import highlight_css; print(highlight_css(), end="")' > static/css/highlight.css
 
 shell: install
 	$(PY) manage.py shell

@@ -35,10 +35,13 @@ _HARD_ADVICE = {
     Code.QUOTA_LIMITED: "Add credit or wait for the quota to reset, then resume.",
     Code.MODEL_UNAVAILABLE: "Choose another model, then resume.",
     Code.PROVIDER_NOT_CONFIGURED: ASK_AN_OPERATOR,
-    Code.INVALID_REQUEST: "The provider rejected this request as sent; sending it again would fail the same way.",
+    Code.INVALID_REQUEST: "The provider rejected this request as sent, so resuming would fail "
+    "the same way. Start fresh to send your last message in a new context.",
     Code.MALFORMED_STREAM: "Its reply could not be read; resume to try again.",
 }
 _RESETTING = frozenset({Code.QUOTA_LIMITED, Code.RATE_LIMITED})
+# Failures whose card says resuming would fail the same way: the card offers no Resume for them.
+RESUME_WOULD_REPEAT = frozenset({Code.INVALID_REQUEST})
 
 
 def duration_phrase(seconds: float) -> str:
@@ -181,9 +184,30 @@ def target_no_agent_kind(target: str) -> str:
     return f"Target {target} names no known agent kind; an operator must choose one."
 
 
+# A card is a headline (what happened, what the person can do) and, after this marker, the
+# redacted technical detail. No sentence in this module contains a newline, so the first marker
+# is where the headline ends; the card shows the detail behind a disclosure.
+DETAIL_MARKER = "\nDetails: "
+
+
 def with_detail(message: str, detail: str) -> str:
     """A card's sentence followed by the (redacted) technical detail, when there is one."""
-    return f"{message} Details: {detail}" if detail else message
+    return f"{message}{DETAIL_MARKER}{detail}" if detail else message
+
+
+def split_detail(card: str) -> tuple[str, str]:
+    """(headline, detail) of a card built by ``with_detail``; detail is "" when there is none."""
+    headline, _, detail = card.partition(DETAIL_MARKER)
+    return headline.strip(), detail.strip()
+
+
+def recovery_actions(code: str) -> tuple[str, ...]:
+    """What the card offers after a failure with this code, the primary action first."""
+    try:
+        repeats = Code(code) in RESUME_WOULD_REPEAT
+    except ValueError:
+        repeats = False
+    return ("fresh",) if repeats else ("resume", "fresh")
 
 
 def replay_refused_card(

@@ -35,18 +35,9 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from recovery.mock.testing import running_mock_server  # noqa: E402
-from recovery.providers.acp import (  # noqa: E402
-    AcpPromptRun,
-    AcpPromptSpec,
-    Correlation,
-    PromptFailure,
-)
+from recovery.providers.acp import AcpPromptRun, AcpPromptSpec, Correlation  # noqa: E402
 from recovery.providers.acp.recorded import RECORDED_DIR  # noqa: E402
-from recovery.providers.acp.replay_fixtures.consume import (  # noqa: E402
-    event_token,
-    failure_judged,
-    outcome_token,
-)
+from recovery.providers.acp.replay_fixtures.consume import event_token, outcome_token  # noqa: E402
 from recovery.providers.acp.replay_fixtures.forbidden import forbidden_shapes_in  # noqa: E402
 from sessions_app.agent.registry import AGENTS, LaunchRequest  # noqa: E402
 
@@ -127,7 +118,6 @@ async def _capture(kind: str, case: str, *, mock_url: str, work: Path) -> dict:
 
     run._observe = record
     outcome = await run.execute()
-    verdict = failure_judged(outcome) if isinstance(outcome, PromptFailure) else None
     agent_session = run._acp_session_id or ""
     replacements = {agent_session: session_id, str(home): "<home>", str(cwd): "<cwd>"}
     recorded = _sanitise(frames, replacements=replacements)
@@ -152,13 +142,15 @@ async def _capture(kind: str, case: str, *, mock_url: str, work: Path) -> dict:
         "expect": {
             # Model announcements come with session/new, which the replay agent does not send.
             "events": [t for t in tokens if t != "model"] + [outcome_token(outcome)],
-            "diagnostic_code": str(verdict.classification.code) if verdict else None,
+            "diagnostic_code": str(outcome.classification.code)
+            if hasattr(outcome, "classification")
+            else None,
             "recorded_diagnostic_code": None
             if getattr(outcome, "attempt", None) is None or outcome.attempt.diagnostic is None
             else str(outcome.attempt.diagnostic.code),
             "disposition": {
-                "retry_allowed": bool(verdict and verdict.replay.retry_allowed),
-                "reason": str(verdict.replay.reason) if verdict else "",
+                "retry_allowed": bool(getattr(outcome, "replay", None) and outcome.replay.retry_allowed),
+                "reason": str(outcome.replay.reason) if hasattr(outcome, "replay") else "",
             },
         },
     }

@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
+from recovery import wording
 from sessions_app.errors import SessionNotFound
 from sessions_app.ladder.models import RetryNotice
 from sessions_app.models import (
@@ -86,12 +87,14 @@ def target_fallback_names(*, target: ProviderTarget) -> list[str]:
 
 def session_recovery_actions(*, session: Session) -> list[str]:
     """Resume and Start fresh are offered while the session needs attention and has a prompt to
-    re-run. Derived, never stored, so the snapshot and the pushed events cannot disagree."""
+    re-run, primary first and as the last failure's code allows (``wording.recovery_actions``,
+    which generation_end pushes too), so the snapshot and the pushed events cannot disagree."""
     if session.state != Session.State.NEEDS_ATTENTION:
         return []
     if not Message.objects.filter(session=session, role=Message.Role.USER).exists():
         return []
-    return ["resume", "fresh"]
+    last = PromptGeneration.objects.filter(session=session).order_by("-number").first()
+    return list(wording.recovery_actions(last.error_code if last is not None else ""))
 
 
 def session_explanation(*, session: Session) -> str:

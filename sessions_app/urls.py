@@ -1,7 +1,9 @@
 """Page routes (the JSON API and /healthz are mounted by kandev_web.urls)."""
 
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import path
+from django.views.generic import RedirectView
 
 from sessions_app import views
 
@@ -17,6 +19,8 @@ urlpatterns = [
         name="session_cancel_retry",
     ),
     path("sessions/<int:session_id>/recover/", views.session_recover_view, name="session_recover"),
+    # Browsers ask for /favicon.ico whatever the page links; send them to the one icon.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -45,6 +45,13 @@ def _composer_error(message: str, *, status: int) -> HttpResponse:
     )
 
 
+def _done_elsewhere() -> HttpResponse:
+    """Success for a button the websocket swaps away (Stop, Resume, Start fresh): no body, since
+    an out-of-band swap answered to a detached button finds no target (htmx:oobErrorNoTarget).
+    The stale composer error is cleared by the session.updated frame instead."""
+    return HttpResponse(status=204)
+
+
 def _board(request: HttpRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
     context = {"tasks": tasks_for_user(user=request.user), "targets": targets_all(), "form": form}
     return render(request, "sessions_app/board.html", context, status=status)
@@ -132,7 +139,7 @@ def session_stop_view(request: HttpRequest, session_id: int) -> HttpResponse:
     except SessionNotFound:
         raise Http404(NOT_FOUND) from None
     if request.htmx:
-        return _composer_error("", status=200)
+        return _done_elsewhere()
     return redirect("session_detail", session_id=session.pk)
 
 
@@ -166,5 +173,5 @@ def session_recover_view(request: HttpRequest, session_id: int) -> HttpResponse:
         message = "The agent is already working on this session."
         return _prompt_refused(request, session, "", message, status=409)
     if request.htmx:
-        return _composer_error("", status=200)
+        return _done_elsewhere()
     return redirect("session_detail", session_id=session.pk)

@@ -6,6 +6,10 @@ passed since the last write: one UPDATE of the row and one ``message.appended`` 
 Closing folds what is still buffered into the final ``message.updated`` write. So a message
 streamed for T seconds costs at most T / flush_interval_s + 1 UPDATEs.
 
+Every delta passes through a credential-tier ``StreamRedactor`` first (one per message, so a
+secret split across deltas is still removed); the text it still holds (a possible start of a
+secret) is written when the message closes.
+
 Trade-off: a buffered tail waits for the next delta (or the close) to be written; with the
 default 0.1 s interval that is invisible in practice, and it keeps every write on the worker's
 own thread, which is what makes the ordering of events simple.
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from recovery.redact import StreamRedactor
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.services import message_append, message_create, message_finish
 
@@ -39,6 +44,8 @@ class StreamWriter:
         self._message: Message | None = None
         self._pending = ""
         self._last_write = 0.0
+        self._redactor = StreamRedactor()
+        self._role = ""  # of the open message, or of the text the redactor holds
 
     @property
     def open_message(self) -> Message | None:
@@ -47,8 +54,12 @@ class StreamWriter:
     def delta(self, *, role: str, text: str) -> None:
         if not text:
             return
-        if self._message is not None and self._message.role != role:
+        if self._role and self._role != role:
             self.close()
+        self._role = role
+        text = self._redactor.feed(text)
+        if not text:
+            return
         now = self._clock.monotonic()
         if self._message is None:
             self._message = message_create(
@@ -73,9 +84,23 @@ class StreamWriter:
 
     def close(self, *, status: str = Message.Status.COMPLETE, incomplete: bool = False) -> None:
         """Finish the open message, if any, in one write. Safe to call when nothing is open."""
+        held = self._redactor.finish()
         if self._message is None:
-            return
+            if held:  # the whole message was one held word: it still makes a row
+                self._message = message_create(
+                    session=self._session,
+                    generation=self._generation,
+                    role=self._role,
+                    text=held,
+                    status=Message.Status.STREAMING,
+                )
+            else:
+                self._role = ""
+                return
+        else:
+            self._pending += held
         self._message.text += self._pending
         self._pending = ""
         message_finish(message=self._message, status=status, incomplete=incomplete)
         self._message = None
+        self._role = ""

@@ -24,7 +24,6 @@ from pathlib import Path
 from django.conf import settings
 
 from sessions_app.models import ProviderTarget
-from sessions_app.target_rules import AGENT_DEFAULT_BASE_URLS
 
 Kind = ProviderTarget.AgentKind
 
@@ -52,11 +51,8 @@ class AgentSpec:
     label: str
     default_model: str
     launch: Callable[[LaunchRequest], AgentLaunch]
-
-    @property
-    def needs_key(self) -> bool:
-        # An agent that calls a provider (it has a default URL to call) needs a key of ours.
-        return self.kind in AGENT_DEFAULT_BASE_URLS
+    # The agent can run with no key of ours at all (the mock agent needs none).
+    needs_key: bool = True
 
 
 def _base_env(home: Path) -> dict[str, str]:
@@ -101,7 +97,7 @@ def _claude(request: LaunchRequest) -> AgentLaunch:
 
 
 CODEX_PROVIDER = "kandev"
-CODEX_DEFAULT_BASE_URL = AGENT_DEFAULT_BASE_URLS[ProviderTarget.AgentKind.CODEX]
+CODEX_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 def _toml_string(value: str) -> str:
@@ -215,7 +211,7 @@ GEMINI_MODEL = "gemini-2.5-pro"
 AGENTS: Mapping[str, AgentSpec] = {
     spec.kind: spec
     for spec in (
-        AgentSpec(Kind.MOCK, "Mock ACP agent", "mock-sonnet", _mock),
+        AgentSpec(Kind.MOCK, "Mock ACP agent", "mock-sonnet", _mock, needs_key=False),
         AgentSpec(Kind.CLAUDE, "Claude Code", CLAUDE_MODEL, _claude),
         AgentSpec(Kind.CODEX, "Codex", CODEX_MODEL, _codex),
         AgentSpec(Kind.GEMINI, "Gemini CLI", GEMINI_MODEL, _gemini),

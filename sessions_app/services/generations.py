@@ -297,7 +297,7 @@ def generation_end(
             session_state_set(
                 session=generation.session,
                 state=Session.State.NEEDS_ATTENTION,
-                recovery_actions=("resume", "fresh"),
+                recovery_actions=wording.recovery_actions(error_code),
                 explanation=error_message,
             )
         else:

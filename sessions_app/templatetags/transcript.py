@@ -6,10 +6,12 @@ Everything here escapes: transcript text is user and model output, so it is neve
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from django import template
 
+from recovery import wording
 from sessions_app.models import Message, Session
 
 register = template.Library()
@@ -64,3 +66,28 @@ def pretty_json(value: Any) -> str:
 def text_length(text: str | None) -> int:
     """Length in code points, the unit message.appended offsets count in (Python's len)."""
     return len(text or "")
+
+
+@register.filter
+def absolute_time(iso: str | None) -> str:
+    """"1 Dec 2026, 09:14 UTC" for a stored ISO timestamp; the browser shows it relative and in
+    local time, keeping this as the title (hover) and as the text without JavaScript."""
+    if not iso:
+        return ""
+    try:
+        moment = datetime.fromisoformat(iso).astimezone(UTC)
+    except ValueError:
+        return ""
+    return f"{moment.day} {moment:%b %Y, %H:%M} UTC"
+
+
+@register.filter
+def card_headline(explanation: str | None) -> str:
+    """The plain-words part of a failure card (recovery.wording.with_detail built it)."""
+    return wording.split_detail(explanation or "")[0]
+
+
+@register.filter
+def card_detail(explanation: str | None) -> str:
+    """The card's redacted technical detail, shown behind a disclosure; "" when there is none."""
+    return wording.split_detail(explanation or "")[1]

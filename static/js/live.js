@@ -131,17 +131,99 @@
     if (live.socket && live.socket.readyState === WebSocket.CLOSED) scheduleReconnect(0);
   });
 
-  // The composer: clear it once the server took the prompt; Ctrl/Cmd+Enter sends.
+  // The composer: clear it once the server took the prompt; Enter (or Ctrl/Cmd+Enter) sends,
+  // Shift+Enter is a new line, Esc stops a running turn. Focus comes back to the box after Send,
+  // Resume and Start fresh.
+  var touchOnly = window.matchMedia("(hover: none) and (pointer: coarse)");
+  function composerText() { return document.getElementById("composer-text"); }
+  function focusComposer() {
+    var box = composerText();
+    if (box && document.activeElement !== box) box.focus({ preventScroll: true });
+  }
+  live.focusComposer = focusComposer;
   document.addEventListener("htmx:afterRequest", function (evt) {
-    var form = evt.detail.elt;
-    if (form && form.id === "composer" && evt.detail.successful && evt.detail.xhr.status === 200) form.reset();
+    var elt = evt.detail.elt;
+    if (!elt) return;
+    if (elt.id === "composer" && evt.detail.successful && evt.detail.xhr.status === 200) elt.reset();
+    if (elt.id === "composer") focusComposer();
   });
-  document.addEventListener("keydown", function (evt) {
-    if (evt.target && evt.target.id === "composer-text" && evt.key === "Enter" && (evt.ctrlKey || evt.metaKey)) {
-      evt.preventDefault();
-      evt.target.form.requestSubmit();
+  // Resume, Start fresh and Stop are swapped away by the websocket, often before their own
+  // response (whose events then fire on a detached button and never reach the document), so
+  // focus moves to the composer as soon as one is pressed.
+  document.addEventListener("click", function (evt) {
+    if (evt.target.closest && evt.target.closest(".recovery-actions .btn, #composer-actions .btn--stop")) {
+      setTimeout(focusComposer, 0);
     }
   });
+  document.addEventListener("keydown", function (evt) {
+    var box = composerText();
+    if (evt.key === "Escape" && box) {
+      var stop = document.querySelector("#composer-actions .btn--stop");
+      if (stop && !evt.defaultPrevented) { evt.preventDefault(); stop.click(); }
+      return;
+    }
+    if (evt.target !== box || evt.key !== "Enter" || evt.isComposing || evt.keyCode === 229) return;
+    if (evt.shiftKey || evt.altKey) return; // a new line
+    // On touch screens (no hardware keyboard to speak of) Enter is a new line; Send sends.
+    if (!(evt.ctrlKey || evt.metaKey) && touchOnly.matches) return;
+    evt.preventDefault();
+    box.form.requestSubmit();
+  });
+
+  // Copy buttons: a message's text as shown, or one code block's source.
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    var area = document.createElement("textarea");
+    area.value = text; area.setAttribute("readonly", ""); area.style.position = "fixed"; area.style.opacity = "0";
+    document.body.appendChild(area); area.select();
+    try { document.execCommand("copy"); } finally { area.remove(); }
+    return Promise.resolve();
+  }
+  document.addEventListener("click", function (evt) {
+    var button = evt.target.closest && evt.target.closest("button[data-copy]");
+    if (!button) return;
+    var source = button.getAttribute("data-copy") === "code"
+      ? button.closest(".code-block").querySelector("pre")
+      : button.closest(".msg").querySelector(".text");
+    if (!source) return;
+    copyText(source.innerText.replace(/\n$/, "")).then(function () {
+      button.setAttribute("data-copied", "");
+      button.textContent = "Copied";
+      setTimeout(function () { button.removeAttribute("data-copied"); button.textContent = "Copy"; }, 1500);
+    });
+  });
+
+  // Timestamps: relative text, the absolute local time as the title; a tap shows it in place.
+  function relativeTime(then, now) {
+    var seconds = Math.round((now - then) / 1000);
+    if (seconds < 45) return "just now";
+    var minutes = Math.round(seconds / 60);
+    if (minutes < 60) return minutes + " min ago";
+    var hours = Math.round(minutes / 60);
+    if (hours < 24) return hours + (hours === 1 ? " hour ago" : " hours ago");
+    return new Date(then).toLocaleDateString(undefined, { day: "numeric", month: "short", year: "numeric" });
+  }
+  function renderTimes() {
+    var now = Date.now();
+    document.querySelectorAll("time.msg-time[datetime]").forEach(function (el) {
+      var then = Date.parse(el.getAttribute("datetime"));
+      if (isNaN(then)) return;
+      var absolute = new Date(then).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+      if (el.title !== absolute) el.title = absolute;
+      var text = el.hasAttribute("data-absolute") ? absolute : relativeTime(then, now);
+      if (el.textContent !== text) el.textContent = text;
+    });
+  }
+  live.renderTimes = renderTimes;
+  document.addEventListener("click", function (evt) {
+    var el = evt.target.closest && evt.target.closest("time.msg-time");
+    if (!el) return;
+    el.toggleAttribute("data-absolute");
+    renderTimes();
+  });
+  document.addEventListener("htmx:wsAfterMessage", renderTimes);
+  document.addEventListener("DOMContentLoaded", renderTimes);
+  setInterval(renderTimes, 30000);
   document.addEventListener("DOMContentLoaded", scrollToBottom);
 
   var offsets = new WeakMap(); // countdown element -> server clock minus this clock, in ms

@@ -44,11 +44,18 @@ def is_diagnostic_candidate(text: str) -> bool:
     )
 
 
-def update_events(update: Mapping[str, Any]) -> tuple[AgentEvent, ...]:
-    """The events one ``session/update`` carries; unknown or malformed updates carry none."""
+def update_events(
+    update: Mapping[str, Any], *, redact_chunks: bool = True
+) -> tuple[AgentEvent, ...]:
+    """The events one ``session/update`` carries; unknown or malformed updates carry none.
+
+    ``redact_chunks=False`` leaves ordinary (non-diagnostic) message and thought chunks as the
+    agent sent them, for a caller that redacts them as a stream (``OutputRedactor``): a secret
+    split across chunks is only recognisable there.
+    """
     kind = update.get("sessionUpdate")
     if kind in ("agent_message_chunk", "agent_thought_chunk"):
-        return _chunk_events(kind, update.get("content"))
+        return _chunk_events(kind, update.get("content"), redact=redact_chunks)
     if kind == "tool_call":
         return _tool_call(update)
     if kind == "tool_call_update":
@@ -91,7 +98,7 @@ def settled_model(config_options: Any) -> str | None:
     return None
 
 
-def _chunk_events(kind: str, content: Any) -> tuple[AgentEvent, ...]:
+def _chunk_events(kind: str, content: Any, *, redact: bool) -> tuple[AgentEvent, ...]:
     if not isinstance(content, Mapping) or content.get("type") != "text":
         return ()
     raw = content.get("text")
@@ -100,7 +107,10 @@ def _chunk_events(kind: str, content: Any) -> tuple[AgentEvent, ...]:
     diagnostic = is_diagnostic_candidate(raw)
     # Provider diagnostics are the diagnostic tier (they may quote hosts, ids and paths);
     # ordinary answers keep their paths and lose only credentials.
-    text = redact_diagnostic(raw) if diagnostic else redact_credentials(raw)
+    if diagnostic:
+        text = redact_diagnostic(raw)
+    else:
+        text = redact_credentials(raw) if redact else raw
     if kind == "agent_message_chunk":
         return (AgentText(text=text, diagnostic=diagnostic),)
     return (AgentThought(text=text, diagnostic=diagnostic),)

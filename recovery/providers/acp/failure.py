@@ -97,7 +97,6 @@ def failure_build(
         )
     else:
         excerpt = message
-    provider_code = str(metadata.jsonrpc_code) if metadata.jsonrpc_code is not None else None
     facts = ReplayFacts(
         current=correlation.can_authorise and attempt.correlation == correlation,
         tool_activity=attempt.tool_activity,
@@ -106,6 +105,7 @@ def failure_build(
         message=message,
         signature_in_data=_transient_signature_in_data(terminal),
     )
+    provider_code = str(metadata.jsonrpc_code) if metadata.jsonrpc_code is not None else None
     evidence = Evidence(
         source=terminal.source,
         excerpt=excerpt,
@@ -129,6 +129,17 @@ def failure_build(
     )
 
 
+def _shown(facts: ReplayFacts) -> Exposure:
+    """What the attempt put in front of the viewer, as far as the adapter can tell."""
+    if facts.tool_activity:
+        return Exposure.TOOL_CALL
+    if facts.output_seen or not facts.current:
+        return Exposure.CONTENT  # what another attempt's evidence hides may have been shown
+    if facts.diagnostic is not None:
+        return Exposure.METADATA  # a marked provider diagnostic: visible, but not the answer
+    return Exposure.NONE
+
+
 def _structured(
     terminal: TerminalError, *, metadata: PromptErrorMetadata, message: str
 ) -> StructuredFailure:
@@ -140,17 +151,6 @@ def _structured(
         or gemini_failure(code=metadata.jsonrpc_code, message=message)
         or StructuredFailure()
     )
-
-
-def _shown(facts: ReplayFacts) -> Exposure:
-    """What the attempt put in front of the viewer, as far as the adapter can tell."""
-    if facts.tool_activity:
-        return Exposure.TOOL_CALL
-    if facts.output_seen or not facts.current:
-        return Exposure.CONTENT  # what another attempt's evidence hides may have been shown
-    if facts.diagnostic is not None:
-        return Exposure.METADATA  # a marked provider diagnostic: visible, but not the answer
-    return Exposure.NONE
 
 
 def _transient_signature_in_data(terminal: TerminalError) -> bool:

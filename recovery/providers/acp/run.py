@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from recovery.providers.acp.failure import (
 from recovery.providers.acp.metadata import allowed_identity
 from recovery.providers.acp.permissions import PermissionPolicy, permission_choose
 from recovery.providers.acp.process import agent_process
+from recovery.providers.acp.redaction import OutputRedactor
 from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
 from recovery.providers.acp.structured import model_call_unfinished
 from recovery.redact import redact_credentials
@@ -79,6 +81,15 @@ class AcpPromptSpec:
     # After the prompt ends, how long the agent may take to exit on its own before its whole
     # process group is ended. Its session state is of no use to us: every attempt is a new one.
     exit_grace_s: float = 0.2
+
+
+_SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
+def secret_env_values(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The values of the agent's environment that name a secret (its configured key above all):
+    removed from its output wherever they appear, whatever their format."""
+    return tuple(value for name, value in env.items() if _SECRET_ENV_NAME.search(name) and value)
 
 
 def _prompt_blocks(spec: AcpPromptSpec) -> list[Any]:
@@ -111,6 +122,7 @@ class AcpPromptRun:
         self._cancel = cancel
         self._evidence: AttemptEvidence = evidence_start(correlation=spec.correlation)
         self._shaper = StreamShaper(cursor_agent=False)
+        self._redactor = OutputRedactor(known_values=secret_env_values(spec.env))
         self._acp_session_id: str | None = None
         self._prompting = False
         self._provider_id: str | None = None
@@ -195,7 +207,7 @@ class AcpPromptRun:
                 stop,
             )
         except RequestError as error:
-            self._emit_all(self._shaper.release_held())
+            self._emit_all(self._release_held())
             return self._fail(
                 TerminalError(
                     source=Source.ACP_PROMPT,
@@ -205,7 +217,7 @@ class AcpPromptRun:
                 )
             )
         except _Stopped as stopped:
-            self._emit_all(self._shaper.release_held())
+            self._emit_all(self._release_held())
             phase = Phase.CANCELLATION if stopped.kind is Kind.CANCELLED else None
             return self._fail(
                 TerminalError(
@@ -218,10 +230,10 @@ class AcpPromptRun:
                 )
             )
         except (ConnectionError, asyncio.IncompleteReadError):
-            self._emit_all(self._shaper.release_held())
+            self._emit_all(self._release_held())
             return await self._exit_failure(process, drain)
         except ValidationError:
-            self._emit_all(self._shaper.release_held())
+            self._emit_all(self._release_held())
             return self._fail(
                 TerminalError(
                     source=Source.ACP_PROMPT,
@@ -230,6 +242,7 @@ class AcpPromptRun:
                     phase=Phase.PROTOCOL,
                 )
             )
+        self._emit_all(self._flush_output())
         held = self._shaper.take_held()
         if held is not None:
             return self._fail(TerminalError(source=Source.ACP_CHUNK, message=held))
@@ -310,11 +323,22 @@ class AcpPromptRun:
         update = params.get("update")
         if not isinstance(update, dict):
             return
-        for event in update_events(update):
+        for event in self._redactor.events(update_events(update, redact_chunks=False)):
             if isinstance(event, ModelSettled):
                 self._emit(event)
             elif self._prompting:
                 self._emit_all(self._shaper.feed(event))
+
+    def _flush_output(self) -> list[AgentEvent]:
+        # Text the output redactor still holds (it might have been the start of a secret).
+        shaped: list[AgentEvent] = []
+        for event in self._redactor.flush():
+            if self._prompting:
+                shaped.extend(self._shaper.feed(event))
+        return shaped
+
+    def _release_held(self) -> list[AgentEvent]:
+        return [*self._flush_output(), *self._shaper.release_held()]
 
     def _emit_all(self, events: list[AgentEvent]) -> None:
         for event in events:

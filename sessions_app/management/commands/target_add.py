@@ -29,9 +29,9 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", help="empty for the provider's default")
         parser.add_argument("--key-env", help="name of the variable holding the key")
         parser.add_argument(
-            "--agent-kind",
+            "--agent",
             choices=ProviderTarget.AgentKind.values,
-            help="ACP only: the registry's agent (claude, codex, gemini, mock)",
+            help="ACP only: the registry's agent kind (never a command line)",
         )
         parser.add_argument(
             "--fallback",
@@ -47,7 +47,7 @@ class Command(BaseCommand):
             "model": options["model"],
             "base_url": options["base_url"],
             "api_key_env": options["key_env"],
-            "agent_kind": options["agent_kind"],
+            "agent_kind": options["agent"],
         }
         try:
             if update:

@@ -54,10 +54,10 @@ async def test_a_recorded_replay_reaches_what_the_live_run_reached(fixture):
     assert [t for t in seen if t != "model"] + [outcome_token(outcome)] == list(
         fixture.expect.events
     )
-    verdict = failure_judged(outcome)
-    assert verdict.classification.code == fixture.expect.diagnostic_code
-    assert verdict.replay.retry_allowed is fixture.expect.retry_allowed
-    assert str(verdict.replay.reason) == fixture.expect.reason
+    judged = failure_judged(outcome)
+    assert judged.classification.code == fixture.expect.diagnostic_code
+    assert judged.replay.retry_allowed is fixture.expect.retry_allowed
+    assert str(judged.replay.reason) == fixture.expect.reason
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.path.stem for f in FIXTURES])

@@ -15,6 +15,7 @@ from recovery.providers.acp.replay_fixtures.consume import (
     event_token,
     failure_judged,
     fixture_correlation,
+    merged_text_runs,
     outcome_token,
 )
 
@@ -43,7 +44,9 @@ async def test_the_transport_layer_yields_the_declared_tokens_and_code(fixture):
 
     # All tokens were recorded by the time execute() returned; the failure token comes last.
     assert isinstance(outcome, PromptFailure)
-    assert [*seen, outcome_token(outcome)] == list(fixture.expect.events)
+    assert merged_text_runs([*seen, outcome_token(outcome)]) == merged_text_runs(
+        list(fixture.expect.events)
+    )
     verdict = failure_judged(outcome)
     assert verdict.classification.code == fixture.expect.diagnostic_code
     assert verdict.replay.retry_allowed is fixture.expect.retry_allowed
@@ -59,4 +62,5 @@ def test_a_queued_diagnostic_reaches_a_slow_consumer_before_the_failure(fixture)
         time.sleep(0.01)  # a consumer writing rows must not reorder the stream
         items.append(item)
 
-    assert [*map(event_token, items[:-1]), outcome_token(items[-1])] == list(fixture.expect.events)
+    tokens = [*map(event_token, items[:-1]), outcome_token(items[-1])]
+    assert merged_text_runs(tokens) == merged_text_runs(list(fixture.expect.events))

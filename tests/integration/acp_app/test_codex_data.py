@@ -38,7 +38,7 @@ def codex_replay(tmp_path, monkeypatch, acp_target, settings):
         env = {"PYTHONPATH": str(settings.BASE_DIR), "TMPDIR": str(tmp_path)}
         agents = dict(registry.AGENTS)
         agents["mock"] = AgentSpec(
-            "mock", "Codex replay", "gpt-5.4", lambda r: AgentLaunch(command, env)
+            "mock", "Codex replay", "gpt-5.4", lambda r: AgentLaunch(command, env), needs_key=False
         )
         monkeypatch.setattr(registry, "AGENTS", agents)
 

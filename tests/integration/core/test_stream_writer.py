@@ -91,3 +91,17 @@ def test_a_failed_push_never_breaks_the_writer(
     assert len(callbacks) == 1
     assert "push of session" in caplog.text  # it really failed, and was only logged
     assert SessionEvent.objects.get(pk=event.pk).seq == 1
+
+
+def test_a_key_streamed_across_deltas_is_never_stored_or_pushed(session, writer_and_clock):
+    writer, clock = writer_and_clock
+    key = "sk-proj-" + "Vb7q" * 12
+    text = f"Set OPENAI_API_KEY={key} and thinking {key} done."
+    for start in range(0, len(text), 4):
+        writer.delta(role="assistant", text=text[start : start + 4])
+        clock.advance(0.2)
+    writer.close()
+
+    message = Message.objects.get(session=session, role="assistant")
+    assert message.text == "Set OPENAI_API_KEY=[REDACTED] and thinking [REDACTED] done."
+    assert not any("Vb7q" in payload["text"] for payload in appended(session))

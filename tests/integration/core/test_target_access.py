@@ -20,9 +20,8 @@ pytestmark = pytest.mark.django_db
 
 # How the operator's targets are set up: none of it may reach a user.
 SET_UP = [
-    "claude",
-    "http://127.0.0.1:4001",
-    "127.0.0.1:4001",
+    "/opt/kandev-agents/bin/secret-agent",
+    "--acp-token-file",
     "http://127.0.0.1:4000/v1",
     "127.0.0.1:4000",
     "OPENAI_API_KEY",
@@ -43,7 +42,6 @@ def operators_targets(db) -> list[ProviderTarget]:
         name="Team agent",
         kind=ProviderTarget.Kind.ACP,
         agent_kind=ProviderTarget.AgentKind.CLAUDE,
-        base_url="http://127.0.0.1:4001",
         api_key_env="ANTHROPIC_API_KEY",
     )
     return [proxy, agent]

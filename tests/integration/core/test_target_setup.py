@@ -117,7 +117,7 @@ def admin_form(**fields) -> dict:
         "base_url": "",
         "model": "claude-x",
         "api_key_env": "ANTHROPIC_API_KEY",
-        "agent_kind": "",
+        "command": "",
         "fallback_links-TOTAL_FORMS": "0",
         "fallback_links-INITIAL_FORMS": "0",
         **fields,

@@ -148,6 +148,6 @@ def test_without_htmx_a_refused_prompt_keeps_the_draft_on_the_page(owner_client,
 def test_stop_ends_a_queued_generation(owner_client, session):
     owner_client.post(f"/sessions/{session.pk}/prompts/", {"text": "hello"}, **HTMX)
     response = owner_client.post(f"/sessions/{session.pk}/stop/", **HTMX)
-    assert response.status_code == 200
+    assert response.status_code == 204 and response.content == b""
     generation = PromptGeneration.objects.get(session=session)
     assert generation.state == PromptGeneration.State.STOPPED or generation.stop_requested

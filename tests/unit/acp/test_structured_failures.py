@@ -22,8 +22,7 @@ SENTINEL = "sentinel-7f3a"
 
 
 def prompt_failure(*, code, message, data=None, agent="codex-acp"):
-    """The adapter's failure, judged as the app judges it (classification and replay)."""
-    failure = failure_build(
+    return failure_build(
         terminal=TerminalError(
             source=Source.ACP_PROMPT, message=message, jsonrpc_code=code, data=data
         ),
@@ -32,25 +31,6 @@ def prompt_failure(*, code, message, data=None, agent="codex-acp"):
         provider_id=agent,
         model_id=None,
     )
-    return Judged(failure=failure, verdict=failure_judged(failure))
-
-
-@dataclasses.dataclass(frozen=True)
-class Judged:
-    failure: object
-    verdict: object
-
-    @property
-    def classification(self):
-        return self.verdict.classification
-
-    @property
-    def replay(self):
-        return self.verdict.replay
-
-    @property
-    def evidence(self):
-        return self.failure.evidence
 
 
 def codex_data(message: str, info) -> dict:
@@ -113,8 +93,8 @@ CODEX = [
 def test_codex_failures_classify_by_their_structured_kind(data, code):
     failure = prompt_failure(code=-32603, message="Internal error", data=data)
 
-    assert failure.classification.code == code
-    assert failure.replay.retry_allowed  # nothing was shown: the ladder may send it again
+    assert failure_judged(failure).classification.code == code
+    assert failure_judged(failure).replay.retry_allowed  # nothing was shown: the ladder may send it again
 
 
 @pytest.mark.parametrize(("data", "code"), CODEX, ids=[c for _, c in CODEX])
@@ -122,7 +102,7 @@ def test_codex_data_text_never_leaves_the_adapter(data, code):
     failure = prompt_failure(code=-32603, message="Internal error", data=data)
 
     # Every field of what crosses into the app: evidence, metadata, message, classification.
-    crossing = repr(dataclasses.astuple(failure.failure)) + repr(failure.verdict)
+    crossing = repr(dataclasses.astuple(failure))
     assert SENTINEL not in crossing
     assert "127.0.0.1" not in crossing
 
@@ -149,8 +129,8 @@ def test_codex_kind_other_without_a_known_prefix_stays_unclassified():
         code=-32603, message="Internal error", data=codex_data(f"{SENTINEL} went wrong", "other")
     )
 
-    assert failure.classification.code == "unclassified"
-    assert not failure.replay.retry_allowed
+    assert failure_judged(failure).classification.code == "unclassified"
+    assert not failure_judged(failure).replay.retry_allowed
 
 
 GEMINI = [
@@ -178,9 +158,9 @@ def test_gemini_failures_classify_by_their_http_status_code_and_body(
 ):
     failure = prompt_failure(code=code, message=message, agent="gemini-cli")
 
-    assert failure.classification.code == expected
+    assert failure_judged(failure).classification.code == expected
     assert failure.evidence.retry_after_ms == retry_after_ms
-    assert failure.replay.retry_allowed
+    assert failure_judged(failure).replay.retry_allowed
 
 
 def test_a_gemini_body_naming_another_code_is_not_taken_as_its_status():
@@ -215,8 +195,8 @@ CLAUDE = [
 def test_claude_code_failures_classify_by_their_message(message, expected):
     failure = prompt_failure(code=-32603, message=message, agent="claude-agent-acp")
 
-    assert failure.classification.code == expected
-    assert failure.replay.retry_allowed
+    assert failure_judged(failure).classification.code == expected
+    assert failure_judged(failure).replay.retry_allowed
 
 
 def test_a_gemini_turn_ended_without_a_finished_model_call_is_no_answer():

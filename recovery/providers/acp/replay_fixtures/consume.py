@@ -37,6 +37,17 @@ from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
 from recovery.taxonomy import Source
 
 
+def merged_text_runs(tokens: list[str]) -> list[str]:
+    """Consecutive ``text`` (or ``thought``) tokens as one: a live run's output redactor releases a
+    chunk's text in as many events as its safe cuts need, so only the order of kinds is stable."""
+    merged: list[str] = []
+    for token in tokens:
+        if token in ("text", "thought") and merged and merged[-1] == token:
+            continue
+        merged.append(token)
+    return merged
+
+
 def event_token(event: AgentEvent) -> str:
     if isinstance(event, AgentText):
         return "diagnostic" if event.diagnostic else "text"

@@ -1,0 +1,71 @@
+"""The session page's chrome: which regions are live, the composer's hint, the favicon, and the
+session.updated frame that clears a stale composer error once the session is idle again."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from sessions_app import events as ev
+from sessions_app.frames import event_html
+from sessions_app.models import Session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def owner_client(owner) -> Client:
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+def live_regions(page: str) -> list[str]:
+    return re.findall(r'<[a-z]+[^>]*\bid="([^"]+)"[^>]*\baria-live=', page) + re.findall(
+        r'<[a-z]+[^>]*\baria-live="[^"]+"[^>]*\bid="([^"]+)"', page
+    )
+
+
+def test_only_the_banner_and_the_status_regions_are_live_not_the_transcript(owner_client, session):
+    page = owner_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert sorted(set(live_regions(page))) == ["notice", "recovery"]
+    transcript = re.search(r'<div id="transcript"[^>]*>', page).group(0)
+    assert "aria-live" not in transcript and 'role="log"' not in transcript
+
+
+def test_the_composer_hints_its_keys_and_every_button_has_a_name(owner_client, session):
+    page = owner_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert 'aria-describedby="composer-hint"' in page
+    assert "<kbd>Shift</kbd>+<kbd>Enter</kbd> for a new line" in page
+    for button in re.findall(r"<button\b[^>]*>.*?</button>", page, flags=re.S):
+        name = re.sub(r"<[^>]+>", "", button).strip() or re.search(r'aria-label="([^"]+)"', button)
+        assert name, button
+
+
+def test_the_favicon_is_linked_and_favicon_ico_is_not_a_404(owner_client, client, session):
+    page = owner_client.get(f"/sessions/{session.pk}/").content.decode()
+    assert '<link rel="icon" href="/static/favicon.svg"' in page
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response["Location"] == "/static/favicon.svg"
+
+
+@pytest.mark.parametrize(
+    ("state", "cleared"),
+    [
+        (Session.State.IDLE, True),
+        (Session.State.NEEDS_ATTENTION, True),
+        (Session.State.RUNNING, False),
+        (Session.State.WAITING_RETRY, False),
+    ],
+)
+def test_a_stale_composer_error_is_cleared_when_the_session_stops_working(session, state, cleared):
+    html = event_html(
+        session_id=session.pk,
+        event=ev.SESSION_UPDATED,
+        payload={"state": state, "recovery_actions": []},
+        now_ms=1,
+    )
+    clear = '<p id="composer-error" class="form-error" role="alert" hx-swap-oob="true"></p>'
+    assert (clear in html) is cleared
