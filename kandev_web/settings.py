@@ -304,7 +304,14 @@ DEFAULT_PROVIDER_KEY_ENVS = [
 ]
 # Public providers, plus loopback for `make run`'s mock provider and the tests. A shared
 # deployment lists only what it calls (docker-compose.yml shows one).
-DEFAULT_PROVIDER_HOSTS = ["api.anthropic.com", "api.openai.com", "localhost", "127.0.0.1", "[::1]"]
+DEFAULT_PROVIDER_HOSTS = [
+    "api.anthropic.com",
+    "api.openai.com",
+    "generativelanguage.googleapis.com",  # Gemini CLI's default
+    "localhost",
+    "127.0.0.1",
+    "[::1]",
+]
 
 
 def provider_key_envs(name: str, default: list[str]) -> frozenset[str]:

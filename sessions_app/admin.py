@@ -32,10 +32,12 @@ class ProviderTargetForm(forms.ModelForm):
 
     class Meta:
         model = ProviderTarget
-        fields = ["name", "kind", "base_url", "model", "api_key_env", "agent_kind"]
+        fields = ["name", "kind", "agent_kind", "base_url", "model", "api_key_env"]
         help_texts = {
             "base_url": "Empty for the provider's default. Its host must be listed in "
-            "KANDEV_PROVIDER_HOSTS.",
+            "KANDEV_PROVIDER_HOSTS. For an ACP agent, what the agent's own base-URL variable "
+            "takes (see the README).",
+            "agent_kind": "ACP only: which agent of the registry runs the prompts.",
             "api_key_env": "The name of the environment variable holding the key (never the "
             "key itself), one of KANDEV_PROVIDER_KEY_ENVS.",
         }

@@ -28,6 +28,13 @@ DEFAULT_BASE_URLS = {
     ProviderTarget.Kind.ANTHROPIC: "https://api.anthropic.com",
     ProviderTarget.Kind.OPENAI: "https://api.openai.com/v1",
 }
+# What each ACP agent kind calls when its target leaves the base URL empty (its own default). Our
+# mock agent calls no provider at all, so it has none.
+AGENT_DEFAULT_BASE_URLS = {
+    ProviderTarget.AgentKind.CLAUDE: "https://api.anthropic.com",
+    ProviderTarget.AgentKind.CODEX: "https://api.openai.com/v1",
+    ProviderTarget.AgentKind.GEMINI: "https://generativelanguage.googleapis.com",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +52,18 @@ def base_url_effective(*, kind: str, base_url: str) -> str:
     return DEFAULT_BASE_URLS.get(kind, "")
 
 
-def target_problems(*, kind: str, base_url: str, api_key_env: str) -> list[TargetProblem]:
+def agent_base_url_effective(*, agent_kind: str, base_url: str) -> str | None:
+    """The URL an ACP agent of this kind calls (empty: the agent's own default); None for an
+    agent that calls no provider (our mock agent) or a kind the registry does not know."""
+    default = AGENT_DEFAULT_BASE_URLS.get(agent_kind)
+    if default is None:
+        return None
+    return base_url or default
+
+
+def target_problems(
+    *, kind: str, base_url: str, api_key_env: str, agent_kind: str = ""
+) -> list[TargetProblem]:
     """Everything about these fields that the operator's allowlists refuse (empty when none)."""
     problems = []
     if kind not in ProviderTarget.Kind.values:
@@ -56,8 +74,11 @@ def target_problems(*, kind: str, base_url: str, api_key_env: str) -> list[Targe
         problem = _key_env_problem(api_key_env)
         if problem is not None:
             problems.append(problem)
-    if kind != ProviderTarget.Kind.ACP:
+    if kind == ProviderTarget.Kind.ACP:
+        url = agent_base_url_effective(agent_kind=agent_kind, base_url=base_url)
+    else:
         url = base_url_effective(kind=kind, base_url=base_url)
+    if url is not None:
         refusal = settings.KANDEV_PROVIDER_HOSTS.refusal(url)
         if refusal is not None:
             source = "" if base_url else " (the default for this kind)"

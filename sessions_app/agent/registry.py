@@ -24,6 +24,7 @@ from pathlib import Path
 from django.conf import settings
 
 from sessions_app.models import ProviderTarget
+from sessions_app.target_rules import AGENT_DEFAULT_BASE_URLS
 
 Kind = ProviderTarget.AgentKind
 
@@ -97,7 +98,7 @@ def _claude(request: LaunchRequest) -> AgentLaunch:
 
 
 CODEX_PROVIDER = "kandev"
-CODEX_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+CODEX_DEFAULT_BASE_URL = AGENT_DEFAULT_BASE_URLS[ProviderTarget.AgentKind.CODEX]
 
 
 def _toml_string(value: str) -> str:

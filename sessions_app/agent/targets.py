@@ -2,9 +2,9 @@
 provider, an AcpTargetConfig (the registry's launch of its agent kind) for an ACP agent.
 
 The key lives only in the worker's environment, named by ``api_key_env``; it is read for each run
-and never stored, logged or put in an error message. A direct target is checked against the
-operator's allowlists (sessions_app.target_rules) before anything is read or sent: a refused
-target gets one neutral card, and the reason goes to the worker's log for staff.
+and never stored, logged or put in an error message. A target, direct or ACP, is checked against
+the operator's allowlists (sessions_app.target_rules) before anything is read, sent or started: a
+refused target gets one neutral card, and the reason goes to the worker's log for staff.
 """
 
 from __future__ import annotations
@@ -112,6 +112,8 @@ def acp_config_for(
         raise TargetUnusable(
             code="provider_not_configured", detail=wording.target_no_agent_kind(target.name)
         )
+    # The same allowlists as a direct target's: the agent's key variable and the host it calls.
+    _refuse_what_the_operator_disallows(target)
     launch = spec.launch(
         LaunchRequest(
             home=_private_dir(f"home-{session_id}"),
@@ -130,10 +132,35 @@ def acp_config_for(
     )
 
 
+def _refuse_what_the_operator_disallows(target: ProviderTarget) -> None:
+    problems = target_problems(
+        kind=target.kind,
+        base_url=target.base_url,
+        api_key_env=target.api_key_env,
+        agent_kind=target.agent_kind,
+    )
+    if problems:
+        logger.warning(
+            "target %r (#%s) refused: %s",
+            target.name,
+            target.pk,
+            "; ".join(f"{p.field} {p.message}" for p in problems),
+        )
+        raise TargetUnusable(
+            code="provider_not_configured", detail=wording.target_not_allowed(target.name)
+        )
+
+
 def _agent_key(target: ProviderTarget, *, needed: bool, environ: Mapping[str, str]) -> str:
     if target.api_key_env:
         key = environ.get(target.api_key_env, "")
         if not key:
+            logger.warning(
+                "target %r (#%s): %s is not set on this worker",
+                target.name,
+                target.pk,
+                target.api_key_env,
+            )
             raise TargetUnusable(
                 code="missing_credentials",
                 detail=wording.target_key_missing(target.name),

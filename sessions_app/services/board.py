@@ -25,18 +25,18 @@ def target_fields_check(
     *, kind: str, base_url: str = "", model: str = "", api_key_env: str = "", agent_kind: str = ""
 ) -> None:
     """Raise InvalidInput for the first field the rules or the operator's allowlists refuse."""
-    if kind not in ProviderTarget.Kind.values:
-        raise InvalidInput("kind", f"must be one of {', '.join(ProviderTarget.Kind.values)}")
-    problems = target_problems(kind=kind, base_url=base_url, api_key_env=api_key_env)
-    if problems:
-        raise InvalidInput(problems[0].field, problems[0].message)
-    if kind in DIRECT_KINDS and not model:
-        raise InvalidInput("model", "is required for direct provider targets")
     if kind == ProviderTarget.Kind.ACP and agent_kind not in ProviderTarget.AgentKind.values:
         kinds = ", ".join(ProviderTarget.AgentKind.values)
         raise InvalidInput("agent_kind", f"ACP targets name an agent kind: one of {kinds}")
     if kind != ProviderTarget.Kind.ACP and agent_kind:
         raise InvalidInput("agent_kind", "is for ACP targets only")
+    problems = target_problems(
+        kind=kind, base_url=base_url, api_key_env=api_key_env, agent_kind=agent_kind
+    )
+    if problems:
+        raise InvalidInput(problems[0].field, problems[0].message)
+    if kind in DIRECT_KINDS and not model:
+        raise InvalidInput("model", "is required for direct provider targets")
 
 
 def target_create(

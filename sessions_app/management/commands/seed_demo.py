@@ -110,7 +110,7 @@ class Command(BaseCommand):
         try:
             seed = demo_seed(password=password, mock_url=settings.KANDEV_MOCK_PROVIDER_URL)
         except InvalidInput as error:
-            raise CommandError(f"The demo's {MOCK_TARGET_NAME} target: {error.message}") from None
+            raise CommandError(f"The demo's targets: {error.field} {error.message}") from None
         self.stdout.write(
             f"Demo login: {seed.username} / {seed.password} "
             f"(target {MOCK_TARGET_NAME} #{seed.target_id}, session #{seed.session_id})"

@@ -38,7 +38,7 @@ WORKER_ENV = {
     "KANDEV_DEMO_PASSWORD": "not-for-agents-either",
     "OTHER_PROVIDER_KEY": "sk-other-000",
     "KANDEV_MOCK_ACP_STATE": "/tmp/state.json",
-    "AGENT_KEY": "sk-ant-test-000",
+    "OPENROUTER_API_KEY": "sk-ant-test-000",  # any variable the operator allows, for any agent
 }
 WORKER_SECRETS = ("hunter2", "not-for-agents", "sk-other-000", "redis://")
 
@@ -71,7 +71,7 @@ def test_a_real_agent_gets_its_key_a_private_home_and_nothing_else_of_the_worker
     agent_kind, tmp_path, settings
 ):
     config = acp_config_for(
-        target(agent_kind, api_key_env="AGENT_KEY", base_url="http://127.0.0.1:9/x"),
+        target(agent_kind, api_key_env="OPENROUTER_API_KEY", base_url="http://127.0.0.1:9/x"),
         session_id=7,
         environ=WORKER_ENV,
     )
@@ -107,7 +107,7 @@ def test_claude_code_has_its_own_retries_fallback_telemetry_and_updates_off(tmp_
 
 def test_codex_gets_a_config_toml_with_one_provider_and_its_retries_off(tmp_path):
     config = acp_config_for(
-        target("codex", base_url="http://127.0.0.1:9/v1", api_key_env="AGENT_KEY"),
+        target("codex", base_url="http://127.0.0.1:9/v1", api_key_env="OPENROUTER_API_KEY"),
         session_id=2,
         environ=WORKER_ENV,
     )
@@ -159,10 +159,26 @@ def test_a_target_without_a_known_agent_kind_is_refused(agent_kind):
 
 def test_a_named_key_that_is_not_set_is_refused_without_starting_anything():
     with pytest.raises(TargetUnusable) as refused:
-        acp_config_for(target("codex", api_key_env="MISSING_KEY"), session_id=1, environ={})
+        acp_config_for(target("codex", api_key_env="OPENAI_API_KEY"), session_id=1, environ={})
 
     assert refused.value.code == "missing_credentials"
-    assert "MISSING_KEY" not in refused.value.detail  # a card never names the variable
+    assert "OPENAI_API_KEY" not in refused.value.detail  # a card never names the variable
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"base_url": "http://127.0.0.2:9"},  # a host the operator did not list
+        {"api_key_env": "DATABASE_URL", "base_url": "http://127.0.0.1:9"},  # not a key variable
+    ],
+)
+def test_an_agent_target_the_allowlists_refuse_is_never_started(fields):
+    with pytest.raises(TargetUnusable) as refused:
+        acp_config_for(target("claude", **fields), session_id=1, environ=WORKER_ENV)
+
+    assert refused.value.code == "provider_not_configured"
+    with pytest.raises(InvalidInput):
+        target_create(name="Refused", kind=ProviderTarget.Kind.ACP, agent_kind="claude", **fields)
 
 
 def test_creating_an_acp_target_needs_a_registry_kind():
