@@ -175,12 +175,15 @@ def agent_tree() -> list[psutil.Process]:
     return list(tree.values())
 
 
-def still_running(processes: list[psutil.Process]) -> list[int]:
-    alive = []
-    for process in processes:
+def still_running(processes: list[psutil.Process], *, within_s: float = 10.0) -> list[int]:
+    """The pids of ``processes`` still alive ``within_s`` seconds from now (an ended tree may
+    take a moment to be reaped on a loaded machine; one still there after that is an orphan)."""
+    _, alive = psutil.wait_procs(processes, timeout=within_s)
+    pids = []
+    for process in alive:
         try:
             if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-                alive.append(process.pid)
+                pids.append(process.pid)
         except psutil.NoSuchProcess:
             continue
-    return alive
+    return pids
