@@ -22,7 +22,8 @@ from recovery.mock.wires import OPENAI_CHAT, OPENAI_RESPONSES
 from recovery.providers import TargetConfig
 
 FAKE_ANTHROPIC_KEY = "sk-ant-test-000"
-FAKE_OPENAI_KEY = "sk-test-000"
+# Shaped like a real project key: the redactor judges values by shape, and a real key is long.
+FAKE_OPENAI_KEY = "sk-proj-T3stK3yN0tR3alQw8Er7Ty6Ui5Op4As3Df2Gh1"
 FAKE_GEMINI_KEY = "AIzaSy-test-000"
 __all__ = [
     "CONVERSATION_HEADER",

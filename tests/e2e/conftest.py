@@ -206,3 +206,11 @@ def phone(browser, stack):
     page = logged_in_page(browser, stack, **PHONE)
     yield page
     page.context.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A module's first browser test also starts its stack (migrate, Daphne, a worker, a warm-up
+    prompt): on a busy 2-core machine that alone can take most of pytest.ini's 120 s."""
+    for item in items:
+        if item.get_closest_marker("timeout") is None and "tests/e2e/" in item.nodeid:
+            item.add_marker(pytest.mark.timeout(300))
