@@ -32,16 +32,31 @@ _HARD_ADVICE = {
     Code.AUTH_REQUIRED: AUTH_ADVICE,
     Code.MISSING_CREDENTIALS: CREDENTIALS_ADVICE,
     Code.SUBSCRIPTION_REQUIRED: "This model needs a subscription the account does not have.",
-    Code.QUOTA_LIMITED: "Add credit or wait for the quota to reset, then resume.",
+    Code.QUOTA_LIMITED: "The quota resets on the provider's schedule; resume after it resets.",
+    Code.BILLING_LIMITED: "The account is out of credit or at its spending limit, which waiting "
+    "does not change. Add credit or raise the limit, then resume.",
     Code.MODEL_UNAVAILABLE: "Choose another model, then resume.",
     Code.PROVIDER_NOT_CONFIGURED: ASK_AN_OPERATOR,
     Code.INVALID_REQUEST: "The provider rejected this request as sent, so resuming would fail "
     "the same way. Start fresh to send your last message in a new context.",
+    Code.REQUEST_TOO_LARGE: "The request is larger than this target accepts at once (its size "
+    "or tokens-per-minute limit), so sending it again would fail the same way. Start fresh with "
+    "a shorter message, or ask an operator for a target with a higher limit.",
+    Code.CONTEXT_LENGTH_EXCEEDED: "It no longer fits in the model's context window, so resuming "
+    "would fail the same way. Start fresh to send your last message in a new context.",
+    Code.TLS_CERTIFICATE_FAILED: "The connection was stopped before anything was sent, because "
+    f"the certificate is not trusted. {ASK_AN_OPERATOR}",
+    Code.HOST_NOT_FOUND: "The target's base URL names a host that does not exist. "
+    + ASK_AN_OPERATOR,
+    Code.CONNECTION_REFUSED: "Nothing accepts connections at the target's base URL. "
+    + ASK_AN_OPERATOR,
     Code.MALFORMED_STREAM: "Its reply could not be read; resume to try again.",
 }
 _RESETTING = frozenset({Code.QUOTA_LIMITED, Code.RATE_LIMITED})
 # Failures whose card says resuming would fail the same way: the card offers no Resume for them.
-RESUME_WOULD_REPEAT = frozenset({Code.INVALID_REQUEST})
+RESUME_WOULD_REPEAT = frozenset(
+    {Code.INVALID_REQUEST, Code.REQUEST_TOO_LARGE, Code.CONTEXT_LENGTH_EXCEEDED}
+)
 
 
 def duration_phrase(seconds: float) -> str:

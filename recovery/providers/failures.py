@@ -58,7 +58,7 @@ def status_failure(
     """An HTTP error response (any non-2xx): its status, error type, headers and body, unjudged."""
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     payload = _loads(text)
-    code = provider_code_of(payload)
+    code = provider_code_of(payload) or _amazon_error_type(headers)
     phase = Phase.AUTH if status in (401, 403) else Phase.HEADERS
     evidence = Evidence(
         source=Source.HTTP,
@@ -135,6 +135,19 @@ def provider_code_of(payload: Any) -> str | None:
     code = raw_code if isinstance(raw_code, str) and _status_like(raw_code) is None else None
     upstream = _upstream_code(error.get("metadata"))
     return upstream or code or (kind if kind not in (None, "None", "error") else None)
+
+
+_AMAZON_ERROR_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9]{0,63}")
+
+
+def _amazon_error_type(headers: Mapping[str, str]) -> str | None:
+    """Bedrock names its error in ``x-amzn-ErrorType`` (``ThrottlingException:<namespace>``) and
+    sends only ``{"message": ...}`` as the body."""
+    raw = headers.get("x-amzn-errortype") or headers.get("x-amzn-ErrorType")
+    if not isinstance(raw, str):
+        return None
+    name = raw.split(":", 1)[0].strip()
+    return name if _AMAZON_ERROR_TYPE.fullmatch(name) else None
 
 
 def _upstream_code(metadata: Any) -> str | None:

@@ -154,6 +154,8 @@ async def test_a_response_retry_yields_one_boundary_between_abandoned_and_replac
         ("ping", Code.AGENT_TRANSPORT_LOST),
         ("stalled", Code.AGENT_TRANSPORT_LOST),
         ("exhausted", Code.PROVIDER_RESOURCE_EXHAUSTED),
+        ("other-suffix", Code.AGENT_TRANSPORT_LOST),
+        ("canceled-only", Code.AGENT_TRANSPORT_LOST),
     ],
 )
 async def test_a_trailing_cursor_frame_is_held_back_and_becomes_one_failure(

@@ -155,7 +155,7 @@ FAILURES = [
         Exposure.NONE,
         Code.PROVIDER_UNAVAILABLE,
     ),
-    ("/quota", "anthropic", Kind.UNKNOWN, 402, "billing_error", Exposure.NONE, Code.QUOTA_LIMITED),
+    ("/quota", "anthropic", Kind.UNKNOWN, 402, "billing_error", Exposure.NONE, Code.BILLING_LIMITED),
     (
         "/auth",
         "anthropic",
@@ -256,7 +256,7 @@ FAILURES = [
         429,
         "insufficient_quota",
         Exposure.NONE,
-        Code.QUOTA_LIMITED,
+        Code.BILLING_LIMITED,
     ),
     ("/auth", "openai", Kind.UNKNOWN, 401, "invalid_api_key", Exposure.NONE, Code.AUTH_REQUIRED),
     ("/cut:1", "openai", Kind.TRUNCATED, None, None, Exposure.CONTENT, Code.TRUNCATED_STREAM),

@@ -258,7 +258,7 @@ def test_a_quota_that_resets_in_hours_hands_back_and_says_when():
     )
 
     assert decision.action is Action.MANUAL
-    assert decision.message == "Quota or credit exhausted. The limit resets in about 3 hours."
+    assert decision.message == "Usage quota reached. The limit resets in about 3 hours."
 
 
 def test_a_rate_limit_reset_beyond_the_budget_hands_back_and_says_when():

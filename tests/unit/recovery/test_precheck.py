@@ -76,7 +76,7 @@ def test_the_property_is_exercised_by_lines_that_do_match():
 
 
 def test_a_precheck_missing_one_rules_needles_would_be_caught():
-    cursor = next(rule for rule in TEXT_RULES if rule.id == "cursor.retriable_error.v1")
+    cursor = next(rule for rule in TEXT_RULES if rule.id == "cursor.retriable_error.v2")
     crippled = _build_precheck(
         tuple(rule for rule in RULES if set(rule.needles) != set(cursor.needles))
     )

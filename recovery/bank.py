@@ -1,13 +1,14 @@
-"""The accuracy bank: real-shaped provider strings and prose, each with the code it must get.
+"""The catalogue's accuracy bank: real-shaped provider strings and prose, each with its code.
 
-Fixtures in ``fixtures/`` pin one rule each; the bank measures the catalogue as a whole, the way
+The entries live in ``catalogue/bank/*.jsonl``. Fixtures in ``catalogue/fixtures/`` pin one rule
+each; the bank measures the catalogue as a whole, the way
 traffic reaches it. Each entry is what arrived on one wire (an HTTP error response, an error
 object inside a stream, an ACP prompt's JSON-RPC error, a chunk an agent printed, an agent's
 stderr before it exited), and it becomes Evidence through the same decoders the adapters use,
 so the figure covers decoding as well as the rules. Entries are written from the providers'
 documented shapes and sanitised: no real key, account or request id.
 
-Run ``python -m recovery.catalogue.bank`` for the accuracy figure and every miss.
+Run ``python -m recovery.bank`` for the accuracy figure and every miss.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from recovery.providers.failures import status_failure, stream_error_failure
 from recovery.redact import redact_diagnostic
 from recovery.taxonomy import Evidence, Source
 
-BANK_DIR = Path(__file__).with_name("bank")
+BANK_DIR = Path(__file__).parent / "catalogue" / "bank"
 WIRES = ("http", "sse", "acp_prompt", "acp_chunk", "exit")
 _CLOCK_NOW_S = 1_800_000_000.0
 _CORRELATION = Correlation(session_id="bank", execution_id="bank", generation=1)
