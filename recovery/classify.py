@@ -29,7 +29,7 @@ from recovery.taxonomy import (
     Source,
 )
 
-CATALOGUE_VERSION = "2026.11.1"
+CATALOGUE_VERSION = "2026.12.1"
 
 # Classification reads at most this much text; excerpts are bounded to 4 KiB already, and a
 # caller passing more must not make classification cost grow with it.

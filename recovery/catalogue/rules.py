@@ -777,6 +777,30 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
+        id="acp.claude.unable_to_connect.host_not_found.v1",
+        code=Code.HOST_NOT_FOUND,
+        tier=E,
+        line=_line(_CLAUDE + r"Unable to connect to API \(ENOTFOUND\)$"),
+        needles=("api error:",),
+        why_narrow=(
+            "Claude Code's connection line with Node's code for a name that does not exist; "
+            "EAI_AGAIN (a resolver that did not answer) is not it."
+        ),
+    ),
+    Rule(
+        id="acp.claude.unable_to_connect.certificate.v1",
+        code=Code.TLS_CERTIFICATE_FAILED,
+        tier=E,
+        line=_line(
+            _CLAUDE
+            + r"Unable to connect to API \((?:DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN"
+            + r"|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY"
+            + r"|CERT_HAS_EXPIRED|ERR_TLS_CERT_ALTNAME_INVALID)\)$"
+        ),
+        needles=("api error:",),
+        why_narrow="Claude Code's connection line with one of Node's certificate-failure codes.",
+    ),
+    Rule(
         id="acp.claude.stream_ended.v1",
         code=Code.TRUNCATED_STREAM,
         tier=E,

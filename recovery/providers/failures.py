@@ -10,9 +10,12 @@ adapter itself observed (a timeout, a dropped connection, a cut or unreadable st
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
+import socket
+import ssl
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -111,6 +114,87 @@ def wire_failure(
         model_id=model,
     )
     return ProviderFailure(evidence, detail)
+
+
+# getaddrinfo's answers that mean "no such name" (glibc: EAI_NONAME, EAI_NODATA). EAI_AGAIN (the
+# resolver did not answer in time) is weather and stays a network failure.
+_NO_SUCH_NAME = frozenset(
+    code for code in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", None)) if code is not None
+)
+_CHAIN_LIMIT = 8
+
+
+def connection_failure(
+    error: BaseException, *, provider_id: str, model: str, timed_out: bool
+) -> ProviderFailure:
+    """A request that never got a response: the cause the exception chain names, decoded.
+
+    A certificate that does not verify, a host name that does not resolve, and a refusal at a
+    host that is not this machine are set-up mistakes in the target (a wrong base URL, a proxy
+    without a trusted certificate): they get kinds of their own so the catalogue can call them
+    hard and the card can name them. A refusal on loopback (a local proxy still starting), a
+    reset, a resolver that timed out and every other socket error stay plain network failures.
+    """
+    chain = _causes(error)
+    kind, detail = Kind.TIMEOUT if timed_out else Kind.NETWORK, ""
+    if not timed_out:
+        kind, detail = _set_up_mistake(chain, host=_request_host(chain))
+    name = type(error).__name__
+    if not detail:
+        detail = f"{'timed out' if timed_out else 'could not connect'}: {name}"
+    evidence = Evidence(
+        source=Source.HTTP,
+        excerpt=redact_diagnostic(detail),
+        phase=Phase.CONNECT,
+        kind=kind,
+        provider_id=provider_id,
+        model_id=model,
+    )
+    return ProviderFailure(evidence, detail)
+
+
+def _set_up_mistake(chain: list[BaseException], *, host: str | None) -> tuple[Kind, str]:
+    for cause in chain:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            reason = cause.verify_message or cause.reason or "certificate verify failed"
+            return Kind.CERTIFICATE, f"TLS certificate verification failed: {reason}"
+        if isinstance(cause, socket.gaierror) and cause.errno in _NO_SUCH_NAME:
+            return Kind.DNS, f"the base URL's host name does not resolve ({cause.strerror})"
+        if isinstance(cause, ConnectionRefusedError) and host is not None and not _local(host):
+            return Kind.REFUSED, "connection refused at the base URL's host and port"
+    return Kind.NETWORK, ""
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(chain) < _CHAIN_LIMIT and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _request_host(chain: list[BaseException]) -> str | None:
+    """The host the failed request was for: the SDKs' and httpx's errors carry the request."""
+    for cause in chain:
+        try:
+            request = cause.request  # type: ignore[attr-defined]
+        except (AttributeError, RuntimeError):  # httpx raises RuntimeError when it has none
+            continue
+        host = getattr(getattr(request, "url", None), "host", None)
+        if isinstance(host, str) and host:
+            return host
+    return None
+
+
+def _local(host: str) -> bool:
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def stamped(

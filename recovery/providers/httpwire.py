@@ -14,7 +14,12 @@ from typing import Any, Protocol
 import httpx2
 
 from recovery.providers.base import ByteObserver, WireItem
-from recovery.providers.failures import status_failure, stream_error_failure, wire_failure
+from recovery.providers.failures import (
+    connection_failure,
+    status_failure,
+    stream_error_failure,
+    wire_failure,
+)
 from recovery.providers.sse import ServerSentEvent, SSEDecodeError, SSEDecoder
 from recovery.taxonomy import Kind, Phase, ProviderFailure, Source
 
@@ -116,9 +121,11 @@ def sse_open(
             clock=clock,
         ) from None
     except errors.timeout as error:  # a subclass of the connection error: checked first
-        raise connect_failure(error, provider_id=provider_id, model=model, timed_out=True) from None
+        raise connection_failure(
+            error, provider_id=provider_id, model=model, timed_out=True
+        ) from None
     except errors.connection as error:
-        raise connect_failure(
+        raise connection_failure(
             error, provider_id=provider_id, model=model, timed_out=False
         ) from None
     response: httpx2.Response = stream.response
@@ -167,18 +174,3 @@ def _json(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:
         return None
-
-
-def connect_failure(
-    error: Exception, *, provider_id: str, model: str, timed_out: bool
-) -> ProviderFailure:
-    kind = Kind.TIMEOUT if timed_out else Kind.NETWORK
-    detail = f"{'timed out' if timed_out else 'could not connect'}: {type(error).__name__}"
-    return wire_failure(
-        provider_id=provider_id,
-        model=model,
-        kind=kind,
-        phase=Phase.CONNECT,
-        source=Source.HTTP,
-        detail=detail,
-    )

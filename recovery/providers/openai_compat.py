@@ -28,7 +28,11 @@ from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, Targ
 from recovery.providers.failures import stream_error_failure, wire_failure
 from recovery.providers.httpwire import SdkErrors, SSEResponseStream, sse_open
 from recovery.providers.sse import ServerSentEvent
-from recovery.providers.transport import abortable_http_client, without_ambient_headers
+from recovery.providers.transport import (
+    Resolver,
+    abortable_http_client,
+    without_ambient_headers,
+)
 from recovery.taxonomy import Kind, Phase, ProviderFailure
 
 _CHUNK = Metadata("chunk")
@@ -221,7 +225,9 @@ _SDK_ERRORS = SdkErrors(
 class OpenAICompatAdapter:
     provider_id = "openai"
 
-    def __init__(self, target: TargetConfig, *, timeouts: StreamTimeouts) -> None:
+    def __init__(
+        self, target: TargetConfig, *, timeouts: StreamTimeouts, resolve: Resolver | None = None
+    ) -> None:
         self._target = target
         self._client = without_ambient_headers(
             openai.OpenAI(
@@ -229,7 +235,10 @@ class OpenAICompatAdapter:
                 base_url=target.base_url,
                 max_retries=0,  # one loop owns every retry
                 http_client=abortable_http_client(
-                    connect_s=timeouts.connect_s, idle_s=timeouts.idle_s, write_s=timeouts.write_s
+                    connect_s=timeouts.connect_s,
+                    idle_s=timeouts.idle_s,
+                    write_s=timeouts.write_s,
+                    resolve=resolve,
                 ),
             )
         )
