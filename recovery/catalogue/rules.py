@@ -12,10 +12,10 @@ import re
 
 from recovery.catalogue.model import Rule, Tier
 from recovery.catalogue.signatures import (
-    is_cursor_any_frame,
     is_cursor_auth_frame,
     is_cursor_exhausted_frame,
     is_cursor_quota_frame,
+    is_cursor_transport_frame,
 )
 from recovery.taxonomy import Code, Confidence, Kind, Phase, Source
 
@@ -39,16 +39,8 @@ _CONTEXT_LENGTH = (
     r"|The input token count \(\d+\) exceeds the maximum number of tokens allowed"
     r"|Input is too long for requested model)"
 )
-_CONTEXT_LENGTH_NEEDLES = (
-    "prompt is too long",
-    "exceed context limit",
-    "maximum context length",
-    "exceeds the maximum number of tokens",
-    "input is too long",
-)
 # A limit counted per day: a quota that resets on the provider's clock, not a burst to wait out.
 _PER_DAY = r".*\bper[ -]day\b"
-_PER_DAY_NEEDLES = ("per day", "per-day")
 _RATE_LIMIT_CODES = frozenset(
     {
         "rate_limit_exceeded",
@@ -126,7 +118,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         provider_codes=frozenset({"invalid_request_error", "billing_error"}),
         line=_line(r"Your credit balance is too low\b"),
-        needles=("credit balance is too low",),
         why_narrow=(
             "Anthropic reports an empty balance as a 400 invalid_request_error; only that error "
             "type with this exact opening sentence is money, not a malformed request."
@@ -138,7 +129,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         provider_codes=frozenset({"invalid_request_error"}),
         line=_line(r"You have reached your specified API usage limits\b"),
-        needles=("specified api usage limits",),
         why_narrow=(
             "Anthropic's spend-limit refusal, also an invalid_request_error; the exact opening "
             "sentence of the message and nothing looser."
@@ -150,7 +140,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         provider_codes=frozenset({"proxy_error"}),
         line=_line(r"All account credentials were refused by the upstream provider\b"),
-        needles=("credentials were refused",),
         why_narrow=(
             "A subscription proxy's proxy_error with this exact sentence: every account was "
             "refused, whatever gateway status carries it, so it must beat a 5xx status."
@@ -234,7 +223,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         provider_codes=frozenset({"rate_limit_exceeded", "tokens"}),
         line=_line(r"Request too large for model\b"),
-        needles=("request too large for model",),
         why_narrow=(
             "Groq's refusal of one request bigger than the per-minute token cap, when no 413 "
             "came with it (a stream error): its rate-limit code would otherwise retry it."
@@ -255,7 +243,6 @@ RULES: tuple[Rule, ...] = (
             {"invalid_request_error", "invalid_argument", "validationexception"}
         ),
         line=_line(_CONTEXT_LENGTH),
-        needles=_CONTEXT_LENGTH_NEEDLES,
         why_narrow=(
             "An invalid-request type whose message opens with a provider's own context-window "
             "sentence; the same type with any other message stays a rejected request."
@@ -267,7 +254,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         statuses=frozenset({400}),
         line=_line(_CONTEXT_LENGTH),
-        needles=_CONTEXT_LENGTH_NEEDLES,
         why_narrow=(
             "A 400 with no error type (OpenRouter) whose message opens with a context-window "
             "sentence; anchored, so a 400 quoting one mid-message stays a rejected request."
@@ -280,7 +266,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         statuses=frozenset({429}),
         line=_line(_PER_DAY),
-        needles=_PER_DAY_NEEDLES,
         why_narrow=(
             "A 429 whose message names a per-day limit (OpenAI and Groq RPD/TPD, OpenRouter's "
             "free-models-per-day, Bedrock's tokens per day): it resets tomorrow, not in seconds."
@@ -292,7 +277,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         provider_codes=_RATE_LIMIT_CODES,
         line=_line(_PER_DAY),
-        needles=_PER_DAY_NEEDLES,
         why_narrow="The same per-day limit named by a rate-limit type when no 429 came with it.",
     ),
     Rule(
@@ -319,7 +303,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         provider_codes=frozenset({"not_found_error"}),
         line=_line(r"model: \S+$"),
-        needles=("model: ",),
         why_narrow=(
             "Anthropic's not_found_error whose whole message is 'model: <id>' (a withdrawn or "
             "unknown model); any other not_found_error is a wrong path."
@@ -331,7 +314,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         provider_codes=frozenset({"not_found"}),
         line=_line(r"models/\S+ is not found for API version\b"),
-        needles=("is not found for api version",),
         why_narrow="Google's NOT_FOUND whose message names a models/ resource, nothing looser.",
     ),
     Rule(
@@ -340,7 +322,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         statuses=frozenset({404}),
         line=_line(r"No endpoints found for \S+"),
-        needles=("no endpoints found for",),
         why_narrow="OpenRouter's 404 for a model no provider serves any more; the exact opening.",
     ),
     Rule(
@@ -349,7 +330,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         provider_codes=frozenset({"server_error"}),
         line=_line(r"The server is overloaded or not ready yet\."),
-        needles=("the server is overloaded or not ready yet",),
         why_narrow="OpenAI's own overload sentence opening a server_error's message.",
     ),
     Rule(
@@ -497,7 +477,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         statuses=frozenset({429}),
         line=_line(r"You exceeded your current quota\b"),
-        needles=("you exceeded your current quota",),
         why_narrow=(
             "Google answers a spent quota and a per-minute limit with the same 429 "
             "RESOURCE_EXHAUSTED; only this opening sentence is the quota, and it must beat the 429."
@@ -516,7 +495,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         statuses=frozenset({503, 529}),
         line=_line(r"The model is overloaded\. Please try again later\."),
-        needles=("the model is overloaded",),
         why_narrow=(
             "Google's (and Gemini CLI's) overload sentence opening the message of a 503 or 529; "
             "any other 503 is just unavailable."
@@ -722,6 +700,20 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
+        id="cursor.retriable_error.v2",
+        code=Code.AGENT_TRANSPORT_LOST,
+        tier=E,
+        line_check=is_cursor_transport_frame,
+        needles=("retriableerror:",),
+        veto_cancellation=True,
+        why_narrow=(
+            "Any non-empty suffix of at most 256 UTF-8 bytes after the trimmed, case-insensitive "
+            "prefix (requirements AC .12 and .14; '[canceled]' included), except the three "
+            "suffixes the rules below name, and the cancellation words veto. Disjoint from those "
+            "rules, so it goes first: the common frame costs one check."
+        ),
+    ),
+    Rule(
         id="cursor.retriable_error.quota.v1",
         code=Code.QUOTA_LIMITED,
         tier=E,
@@ -751,19 +743,6 @@ RULES: tuple[Rule, ...] = (
         needles=("retriableerror:",),
         veto_cancellation=True,
         why_narrow="Only the bare '[resource_exhausted] Error'; quota or key suffixes are hard.",
-    ),
-    Rule(
-        id="cursor.retriable_error.v2",
-        code=Code.AGENT_TRANSPORT_LOST,
-        tier=E,
-        line_check=is_cursor_any_frame,
-        needles=("retriableerror:",),
-        veto_cancellation=True,
-        why_narrow=(
-            "Any non-empty suffix of at most 256 UTF-8 bytes after the trimmed, case-insensitive "
-            "prefix (requirements AC .12 and .14; '[canceled]' included); the quota and "
-            "credential suffixes above and the cancellation words are what it is not."
-        ),
     ),
     Rule(
         id="acp.claude.unable_to_connect.v1",
@@ -864,7 +843,7 @@ RULES: tuple[Rule, ...] = (
             r"|(?:5-hour|weekly|Opus weekly) limit reached [∙·] resets "
             r"|You've hit your limit [∙·] resets )"
         ),
-        needles=("usage limit reached", "limit reached", "you've hit your limit"),
+        needles=("limit reached", "you've hit your"),
         why_narrow=(
             "Claude Code's subscription-limit notices, each in its exact shape (the epoch after "
             "'|', the reset clause); the topic words alone are prose."
@@ -875,7 +854,7 @@ RULES: tuple[Rule, ...] = (
         code=Code.QUOTA_LIMITED,
         tier=E,
         line=_line(r"(?:ERROR: |Error: |■ )?You've hit your usage limit\. "),
-        needles=("you've hit your usage limit",),
+        needles=("you've hit your",),
         why_narrow="Codex's plan-limit notice opening a line, the sentence and its full stop.",
     ),
     Rule(

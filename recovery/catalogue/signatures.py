@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import enum
 import json
 import re
 from dataclasses import dataclass
@@ -31,20 +32,51 @@ def cursor_retriable_suffix(line: str) -> str | None:
     return suffix
 
 
-def is_cursor_exhausted_frame(line: str) -> bool:
+class CursorFrame(enum.StrEnum):
+    """What a Cursor ``Error: RetriableError:`` frame's suffix says."""
+
+    TRANSPORT = "transport"  # any other suffix: the agent's connection failed (AC .12, .14)
+    EXHAUSTED = "exhausted"  # exactly "[resource_exhausted] Error"
+    QUOTA = "quota"  # a spent quota behind the same prefix: not transient
+    AUTH = "auth"  # a refused credential behind the same prefix: not transient
+
+
+def cursor_frame(line: str) -> CursorFrame | None:
+    """The kind of Cursor frame ``line`` is, or None when it is not one (the cancellation veto
+    is applied by the callers alike: the catalogue's rules and the stream shaper)."""
     suffix = cursor_retriable_suffix(line)
-    return suffix is not None and _CURSOR_EXHAUSTED_SUFFIX.fullmatch(suffix) is not None
+    if suffix is None:
+        return None
+    if suffix[:1] == "[":  # Cursor's bracketed status words; only they name a hard cause
+        if _CURSOR_EXHAUSTED_SUFFIX.fullmatch(suffix):
+            return CursorFrame.EXHAUSTED
+        if _CURSOR_QUOTA_SUFFIX.match(suffix):
+            return CursorFrame.QUOTA
+        if _CURSOR_AUTH_SUFFIX.match(suffix):
+            return CursorFrame.AUTH
+    return CursorFrame.TRANSPORT
+
+
+def is_cursor_transport_frame(line: str) -> bool:
+    return cursor_frame(line) is CursorFrame.TRANSPORT
+
+
+def is_cursor_exhausted_frame(line: str) -> bool:
+    return cursor_frame(line) is CursorFrame.EXHAUSTED
+
+
+def is_cursor_quota_frame(line: str) -> bool:
+    return cursor_frame(line) is CursorFrame.QUOTA
+
+
+def is_cursor_auth_frame(line: str) -> bool:
+    return cursor_frame(line) is CursorFrame.AUTH
 
 
 def is_cursor_retriable_frame(line: str) -> bool:
-    """True for exactly the Cursor frames the catalogue treats as transient (before the
-    cancellation veto, which the rules and the stream shaper apply alike): any suffix the AC
+    """True for exactly the Cursor frames the catalogue treats as transient: any suffix the AC
     admits except the ones that name a spent quota or a refused credential."""
-    return (
-        is_cursor_any_frame(line)
-        and not is_cursor_quota_frame(line)
-        and not is_cursor_auth_frame(line)
-    )
+    return cursor_frame(line) in (CursorFrame.TRANSPORT, CursorFrame.EXHAUSTED)
 
 
 _UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -85,21 +117,6 @@ _CURSOR_AUTH_SUFFIX = re.compile(
     r"(?:authentication required|invalid api key|unauthenticated|unauthorized)\b",
     re.IGNORECASE,
 )
-
-
-def is_cursor_any_frame(line: str) -> bool:
-    """A Cursor ``Error: RetriableError:`` frame with any suffix the AC admits."""
-    return cursor_retriable_suffix(line) is not None
-
-
-def is_cursor_quota_frame(line: str) -> bool:
-    suffix = cursor_retriable_suffix(line)
-    return suffix is not None and _CURSOR_QUOTA_SUFFIX.match(suffix) is not None
-
-
-def is_cursor_auth_frame(line: str) -> bool:
-    suffix = cursor_retriable_suffix(line)
-    return suffix is not None and _CURSOR_AUTH_SUFFIX.match(suffix) is not None
 
 
 # ---- Google error details --------------------------------------------------------------------
@@ -159,7 +176,7 @@ _GOOGLE_GENAI_RELAY = re.compile(
 )
 _GOOGLE_API_CORE_RELAY = re.compile(r"google\.api_core\.exceptions\.\w{1,64}: ([1-5]\d\d) (.+)$")
 # Lower-case literals one of which every relayed line contains: the cheap test before the regexes.
-RELAY_NEEDLES = ("api error: ", "error code: ", "botocore.", "google.")
+RELAY_NEEDLES = ("api error:", "error code: ", "botocore.", "google.")
 
 
 @dataclass(frozen=True, slots=True)
