@@ -8,6 +8,7 @@ another terminal reach the same services without set-up.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import shutil
@@ -139,6 +140,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "sessions_app",
     "sessions_app.ladder",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -150,6 +152,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes requires: it turns a refused login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "kandev_web.urls"
@@ -338,6 +342,45 @@ def provider_hosts(name: str, default: list[str]) -> HostAllowlist:
 
 KANDEV_PROVIDER_KEY_ENVS = provider_key_envs("KANDEV_PROVIDER_KEY_ENVS", DEFAULT_PROVIDER_KEY_ENVS)
 KANDEV_PROVIDER_HOSTS = provider_hosts("KANDEV_PROVIDER_HOSTS", DEFAULT_PROVIDER_HOSTS)
+# --- Hardened edges (issue 9): login throttling, cookies, TLS, websocket limits --------------------
+
+
+def _lockout_parameters(raw: str) -> list[str | list[str]]:
+    """KANDEV_LOGIN_LOCKOUT_BY: comma-separated alternatives, each one field or fields joined by
+    '+', e.g. "username+ip_address" (one counter per username from one address)."""
+    known = {"username", "ip_address", "user_agent"}
+    parameters: list[str | list[str]] = []
+    for alternative in (item.strip() for item in raw.split(",") if item.strip()):
+        fields = [field.strip() for field in alternative.split("+")]
+        if not set(fields) <= known:
+            raise ImproperlyConfigured(
+                f"KANDEV_LOGIN_LOCKOUT_BY names {alternative!r}; use {', '.join(sorted(known))}"
+                " joined by '+', alternatives separated by ','"
+            )
+        parameters.append(fields[0] if len(fields) == 1 else fields)
+    if not parameters:
+        raise ImproperlyConfigured("KANDEV_LOGIN_LOCKOUT_BY must name at least one field")
+    return parameters
+
+
+# django-axes counts failed logins on both logins (the app's and the admin's): they all go through
+# django.contrib.auth.authenticate, which the Axes backend guards. Attempts live in the database,
+# so every Daphne process sees the same count. Staff unlock an account in the admin (Axes section).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("KANDEV_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = dt.timedelta(seconds=env_int("KANDEV_LOGIN_COOLOFF_S", 15 * 60))
+# Per username *and* address by default: a guesser is stopped without letting anyone lock the
+# real user out from elsewhere.
+AXES_LOCKOUT_PARAMETERS = _lockout_parameters(
+    env_str("KANDEV_LOGIN_LOCKOUT_BY", "username+ip_address")
+)
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "sessions_app.views.login_locked_out"
+if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME.total_seconds() < 1:
+    raise ImproperlyConfigured("KANDEV_LOGIN_FAILURE_LIMIT and KANDEV_LOGIN_COOLOFF_S must be >= 1")
 
 LOGGING = {
     "version": 1,
