@@ -19,6 +19,7 @@ from sessions_app.models import (
 )
 from sessions_app.services import target_fields_check
 from sessions_app.target_rules import target_problems
+from sessions_app.text_rules import name_problem
 
 
 class TargetFallbackInline(admin.TabularInline):
@@ -41,6 +42,12 @@ class ProviderTargetForm(forms.ModelForm):
             "api_key_env": "The name of the environment variable holding the key (never the "
             "key itself), one of KANDEV_PROVIDER_KEY_ENVS.",
         }
+
+    def clean_name(self) -> str:
+        problem = name_problem(self.cleaned_data["name"])
+        if problem is not None:
+            raise forms.ValidationError(problem)
+        return self.cleaned_data["name"].strip()
 
     def clean(self) -> dict:
         cleaned = super().clean()

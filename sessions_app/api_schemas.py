@@ -2,11 +2,52 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from django.conf import settings
 from ninja import Schema
-from pydantic import Field
+from pydantic import BeforeValidator, Field
+from pydantic_core import PydanticCustomError
+
+from sessions_app import text_rules
+
+
+def _refusing(problem: Callable[[str], str | None], *, pattern: str, description: str) -> Any:
+    """A str field checked by a text rule before pydantic's own checks, so the 422 names the
+    field with the rule's words; its pattern puts the same rule in the OpenAPI document."""
+
+    def check(value: object) -> object:
+        if isinstance(value, str):
+            message = problem(value)
+            if message is not None:
+                raise PydanticCustomError("text_refused", message)
+        return value
+
+    return (
+        BeforeValidator(check),
+        Field(description=description, json_schema_extra={"pattern": pattern}),
+    )
+
+
+Name = Annotated[
+    str,
+    *_refusing(
+        text_rules.name_problem,
+        pattern=text_rules.NAME_PATTERN,
+        description="One line, not blank; no control, bidirectional-override or lone surrogate"
+        " characters.",
+    ),
+]
+PromptText = Annotated[
+    str,
+    *_refusing(
+        text_rules.text_problem,
+        pattern=text_rules.TEXT_PATTERN,
+        description="Not blank; no NUL and no lone surrogate characters.",
+    ),
+]
 
 
 class TargetOut(Schema):
@@ -21,7 +62,7 @@ class TargetOut(Schema):
 
 
 class TaskIn(Schema):
-    title: str = Field(min_length=1, max_length=200)
+    title: Name = Field(min_length=1, max_length=200)
 
 
 class TaskOut(Schema):
@@ -34,7 +75,7 @@ class TaskOut(Schema):
 
 class SessionIn(Schema):
     target: int
-    title: str = Field(min_length=1, max_length=200)
+    title: Name = Field(min_length=1, max_length=200)
     task: int | None = None
 
 
@@ -89,7 +130,7 @@ class SessionDetail(Schema):
 
 
 class PromptIn(Schema):
-    text: str
+    text: PromptText = Field(min_length=1, max_length=settings.KANDEV_MAX_PROMPT_CHARS)
 
 
 class PromptOut(Schema):

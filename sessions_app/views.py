@@ -82,7 +82,8 @@ def session_new(request: HttpRequest) -> HttpResponse:
             owner=request.user, target=form.cleaned_data["target"], title=form.cleaned_data["title"]
         )
     except InvalidInput as error:
-        form.add_error(error.field if error.field in form.fields else None, error.message)
+        field = error.field if error.field in form.fields else None
+        form.add_error(field, f"{error.field.capitalize()} {error.message}.")
         return _board(request, form, status=422)
     return redirect("session_detail", session_id=session.pk)
 

@@ -17,6 +17,7 @@ from sessions_app.errors import InvalidInput
 from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
 from sessions_app.services.events import event_append
 from sessions_app.target_rules import target_problems
+from sessions_app.text_rules import name_problem, single_line_problem
 
 DIRECT_KINDS = (ProviderTarget.Kind.ANTHROPIC, ProviderTarget.Kind.OPENAI)
 
@@ -25,6 +26,15 @@ def target_fields_check(
     *, kind: str, base_url: str = "", model: str = "", api_key_env: str = "", agent_kind: str = ""
 ) -> None:
     """Raise InvalidInput for the first field the rules or the operator's allowlists refuse."""
+    for field, value in [
+        ("base_url", base_url),
+        ("model", model),
+        ("api_key_env", api_key_env),
+        ("agent_kind", agent_kind),
+    ]:
+        problem = single_line_problem(value)
+        if problem is not None:
+            raise InvalidInput(field, problem)
     if kind == ProviderTarget.Kind.ACP and agent_kind not in ProviderTarget.AgentKind.values:
         kinds = ", ".join(ProviderTarget.AgentKind.values)
         raise InvalidInput("agent_kind", f"ACP targets name an agent kind: one of {kinds}")
@@ -39,6 +49,14 @@ def target_fields_check(
         raise InvalidInput("model", "is required for direct provider targets")
 
 
+def _check_name(field: str, value: str) -> str:
+    """``value`` stripped, or InvalidInput when it cannot be a name (see text_rules)."""
+    problem = name_problem(value)
+    if problem is not None:
+        raise InvalidInput(field, problem)
+    return value.strip()
+
+
 def target_create(
     *,
     name: str,
@@ -51,9 +69,7 @@ def target_create(
 ) -> ProviderTarget:
     """Create a provider target with its ordered fallbacks (ids of existing targets). For staff
     only: no view or API endpoint calls it."""
-    name = name.strip()
-    if not name:
-        raise InvalidInput("name", "must not be empty")
+    name = _check_name("name", name)
     target_fields_check(
         kind=kind, base_url=base_url, model=model, api_key_env=api_key_env, agent_kind=agent_kind
     )
@@ -117,9 +133,7 @@ def target_update(
 
 
 def task_create(*, owner: AbstractBaseUser, title: str) -> Task:
-    title = title.strip()
-    if not title:
-        raise InvalidInput("title", "must not be empty")
+    title = _check_name("title", title)
     if len(title) > Task._meta.get_field("title").max_length:
         raise InvalidInput("title", "is too long")
     return Task.objects.create(owner=owner, title=title)
@@ -129,9 +143,7 @@ def session_create(
     *, owner: AbstractBaseUser, target: ProviderTarget, title: str, task: Task | None = None
 ) -> Session:
     """Open a session on ``target``; without a task, one is created from the title."""
-    title = title.strip()
-    if not title:
-        raise InvalidInput("title", "must not be empty")
+    title = _check_name("title", title)
     if task is not None and task.owner_id != owner.pk:
         raise InvalidInput("task", "unknown task")
     with transaction.atomic():
