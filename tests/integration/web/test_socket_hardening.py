@@ -1,0 +1,110 @@
+"""The live socket's edges: who may open it (Origin by scheme, host and port), what it does with
+hostile frames (deep nesting, unknown paths, snapshot floods)."""
+
+from __future__ import annotations
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from kandev_web.asgi import application
+from kandev_web.ws_origin import socket_origin_allowed
+from tests.integration.web.conftest import session_cookie
+
+# Sockets run the consumer in other threads, so what the tests write must be committed.
+live_db = pytest.mark.django_db(transaction=True)
+
+
+def socket(cookie: str | None, path: str, *, origin: bytes | None, host: bytes, scheme: str = "ws"):
+    headers = [(b"host", host)]
+    if origin is not None:
+        headers.append((b"origin", origin))
+    if cookie is not None:
+        headers.append((b"cookie", f"sessionid={cookie}".encode()))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    communicator.scope["scheme"] = scheme
+    return communicator
+
+
+@pytest.fixture
+def cookie(owner) -> str:
+    return session_cookie(owner)
+
+
+@live_db
+@pytest.mark.parametrize(
+    ("origin", "host"),
+    [
+        (b"http://127.0.0.1:9999", b"127.0.0.1:8000"),  # another port of the same host
+        (b"http://127.0.0.1:9999", b"127.0.0.1"),
+        (b"http://127.0.0.1", b"127.0.0.1:8000"),
+        (b"https://127.0.0.1:8000", b"127.0.0.1:8000"),  # the scheme differs
+        (b"http://localhost:8000", b"127.0.0.1:8000"),  # another host that is also allowed
+        (b"null", b"127.0.0.1:8000"),
+        (None, b"127.0.0.1:8000"),
+    ],
+)
+async def test_a_socket_from_another_origin_is_refused_even_on_the_same_host(
+    cookie, session, origin, host
+):
+    communicator = socket(cookie, f"/ws/sessions/{session.pk}/", origin=origin, host=host)
+    connected, _ = await communicator.connect(timeout=10)
+    assert not connected
+
+
+@live_db
+@pytest.mark.parametrize(
+    ("origin", "host", "scheme"),
+    [
+        (b"http://127.0.0.1:8000", b"127.0.0.1:8000", "ws"),
+        (b"http://127.0.0.1", b"127.0.0.1", "ws"),
+        (b"http://127.0.0.1:80", b"127.0.0.1", "ws"),  # the default port, spelled out
+        (b"https://localhost", b"localhost:443", "wss"),
+    ],
+)
+async def test_a_socket_from_the_page_s_own_origin_connects(cookie, session, origin, host, scheme):
+    communicator = socket(
+        cookie, f"/ws/sessions/{session.pk}/", origin=origin, host=host, scheme=scheme
+    )
+    connected, _ = await communicator.connect(timeout=10)
+    assert connected
+    await communicator.receive_from(timeout=10)  # the snapshot
+    await communicator.disconnect()
+
+
+def test_a_trusted_origin_is_allowed_by_scheme_host_and_port(settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://app.example.com", "https://*.example.org:8443"]
+    allowed = {
+        origin: socket_origin_allowed(origin=origin, host="127.0.0.1:8000", secure=False)
+        for origin in [
+            "https://app.example.com",
+            "https://app.example.com:443",
+            "http://app.example.com",
+            "https://app.example.com:8443",
+            "https://eu.example.org:8443",
+            "https://example.org:8443",
+            "https://eu.example.org",
+        ]
+    }
+    assert allowed == {
+        "https://app.example.com": True,
+        "https://app.example.com:443": True,
+        "http://app.example.com": False,
+        "https://app.example.com:8443": False,
+        "https://eu.example.org:8443": True,
+        "https://example.org:8443": True,
+        "https://eu.example.org": False,
+    }
+
+
+def test_behind_a_tls_proxy_the_forwarded_scheme_counts(settings):
+    from kandev_web.ws_origin import _secure
+
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    forwarded = {"scheme": "ws", "headers": [(b"x-forwarded-proto", b"https")]}
+    assert _secure(forwarded) and not _secure({"scheme": "ws", "headers": []})
+
+
+def test_a_host_outside_allowed_hosts_is_refused_even_with_a_matching_origin():
+    assert not socket_origin_allowed(
+        origin="http://evil.example:8000", host="evil.example:8000", secure=False
+    )
