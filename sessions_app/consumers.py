@@ -15,13 +15,13 @@ Protocol (server frames are HTML for htmx's ws extension, see frames.py):
 4. Live: group pushes with seq <= what this socket already sent are dropped (dedupe); a seq that
    skips ahead means a push was lost, so the missing events are read from Postgres.
 
-Malformed frames (not JSON, not an object, unknown type, binary, larger than
-KANDEV_MAX_WS_FRAME_BYTES) get an error frame; the socket stays open.
+Malformed frames (not JSON, nested deeper than socket_limits.MAX_FRAME_DEPTH, not an object,
+unknown type, binary, larger than KANDEV_MAX_WS_FRAME_BYTES) get an error frame; the socket stays
+open. Frames over Daphne's own limit (1 MiB) never get here: the transport closes with 1009.
 """
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from typing import Any
 from urllib.parse import parse_qs
@@ -35,6 +35,7 @@ from sessions_app.events import group_name
 from sessions_app.frames import error_frame, events_frame, snapshot_frame
 from sessions_app.models import Session
 from sessions_app.selectors import events_after, session_for_user, session_snapshot
+from sessions_app.socket_limits import FrameRefused, frame_parse
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -155,12 +156,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self._error("binary", "Binary frames are not supported.")
             return
         try:
-            frame = json.loads(text_data or "")
-        except ValueError:
-            await self._error("bad_json", "Frame is not valid JSON.")
-            return
-        if not isinstance(frame, dict):
-            await self._error("bad_frame", "Frame must be a JSON object.")
+            frame = frame_parse(text_data or "")
+        except FrameRefused as refused:
+            await self._error(refused.code, refused.message)
             return
         await self._dispatch(frame)
 

@@ -108,3 +108,50 @@ def test_a_host_outside_allowed_hosts_is_refused_even_with_a_matching_origin():
     assert not socket_origin_allowed(
         origin="http://evil.example:8000", host="evil.example:8000", secure=False
     )
+
+
+async def open_socket(cookie: str, session) -> WebsocketCommunicator:
+    communicator = socket(
+        cookie, f"/ws/sessions/{session.pk}/", origin=b"http://127.0.0.1", host=b"127.0.0.1"
+    )
+    connected, _ = await communicator.connect(timeout=10)
+    assert connected
+    assert 'data-kind="snapshot"' in await communicator.receive_from(timeout=10)
+    return communicator
+
+
+@live_db
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "[" * 5000 + "]" * 5000,
+        '{"a":' * 2500 + "1" + "}" * 2500,
+        '{"type": "snapshot", "x": ' + "[" * 100 + "]" * 100 + "}",
+    ],
+    ids=["arrays", "objects", "deep-inside-a-snapshot-request"],
+)
+async def test_a_deeply_nested_frame_gets_an_error_frame_and_the_socket_stays_open(
+    cookie, session, frame
+):
+    communicator = await open_socket(cookie, session)
+
+    await communicator.send_to(text_data=frame)
+    answer = await communicator.receive_from(timeout=10)
+
+    assert 'data-code="too_deep"' in answer and "nested too deeply" in answer
+    await communicator.send_to(text_data='{"type": "snapshot"}')
+    assert 'data-kind="snapshot"' in await communicator.receive_from(timeout=10)
+    await communicator.disconnect()
+
+
+@pytest.mark.parametrize("path", ["/ws/nope/", "/ws/sessions/abc/", "/ws/sessions/1/extra/", "/x"])
+async def test_an_unknown_socket_path_is_closed_cleanly_like_an_unknown_session(path):
+    communicator = socket(None, path, origin=b"http://127.0.0.1", host=b"127.0.0.1")
+
+    connected, _ = await communicator.connect(timeout=10)
+
+    assert connected
+    assert await communicator.receive_output(timeout=10) == {
+        "type": "websocket.close",
+        "code": 4404,
+    }
