@@ -382,6 +382,12 @@ AXES_LOCKOUT_CALLABLE = "sessions_app.views.login_locked_out"
 if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME.total_seconds() < 1:
     raise ImproperlyConfigured("KANDEV_LOGIN_FAILURE_LIMIT and KANDEV_LOGIN_COOLOFF_S must be >= 1")
 
+# Snapshot/resume requests one socket may make: a burst, then this many a minute (consumers.py).
+KANDEV_WS_SYNC_BURST = env_int("KANDEV_WS_SYNC_BURST", 5)
+KANDEV_WS_SYNCS_PER_MINUTE = env_float("KANDEV_WS_SYNCS_PER_MINUTE", 12.0)
+if KANDEV_WS_SYNC_BURST < 1 or KANDEV_WS_SYNCS_PER_MINUTE <= 0:
+    raise ImproperlyConfigured("KANDEV_WS_SYNC_BURST must be >= 1, KANDEV_WS_SYNCS_PER_MINUTE > 0")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -18,11 +18,16 @@ Protocol (server frames are HTML for htmx's ws extension, see frames.py):
 Malformed frames (not JSON, nested deeper than socket_limits.MAX_FRAME_DEPTH, not an object,
 unknown type, binary, larger than KANDEV_MAX_WS_FRAME_BYTES) get an error frame; the socket stays
 open. Frames over Daphne's own limit (1 MiB) never get here: the transport closes with 1009.
+Snapshot and resume requests cost a token of a per-socket bucket (KANDEV_WS_SYNC_BURST, refilled
+at KANDEV_WS_SYNCS_PER_MINUTE): a client asking faster gets a ``rate_limited`` error frame, so one
+page cannot make the server render snapshots as fast as it can send.
 """
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -35,7 +40,7 @@ from sessions_app.events import group_name
 from sessions_app.frames import error_frame, events_frame, snapshot_frame
 from sessions_app.models import Session
 from sessions_app.selectors import events_after, session_for_user, session_snapshot
-from sessions_app.socket_limits import FrameRefused, frame_parse
+from sessions_app.socket_limits import FrameRefused, TokenBucket, frame_parse
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -91,6 +96,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
     group: str | None = None
     # The highest seq this socket has brought the browser to; None until the first sync.
     sent_seq: int | None = None
+
+    def __init__(self, *args: Any, clock: Callable[[], float] = time.monotonic, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.sync_requests = TokenBucket(
+            capacity=settings.KANDEV_WS_SYNC_BURST,
+            per_second=settings.KANDEV_WS_SYNCS_PER_MINUTE / 60,
+            clock=clock,
+        )
 
     async def connect(self) -> None:
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
@@ -164,6 +177,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def _dispatch(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
+        if kind in ("resume", "snapshot") and not self.sync_requests.take():
+            wait = max(1, round(self.sync_requests.seconds_until_next()))
+            await self._error("rate_limited", f"Too many snapshot requests; ask again in {wait} s.")
+            return
         if kind == "resume":
             last_seq = frame.get("last_seq")
             if not isinstance(last_seq, int) or isinstance(last_seq, bool):

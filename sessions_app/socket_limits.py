@@ -1,9 +1,12 @@
-"""What a socket client can make the server do: how deep a frame may nest. Plain functions and
-values, no Django, so they are tested without a socket."""
+"""What a socket client can make the server do: how deep a frame may nest, how often it may ask
+for a snapshot. Plain functions and values, no Django, so they are tested without a socket."""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 # The protocol's frames are flat ({"type": "resume", "last_seq": 4}); this leaves room and stops
@@ -53,3 +56,33 @@ def frame_parse(text: str, *, max_depth: int = MAX_FRAME_DEPTH) -> dict[str, Any
     if not isinstance(frame, dict):
         raise FrameRefused("bad_frame", "Frame must be a JSON object.")
     return frame
+
+
+@dataclass(slots=True)
+class TokenBucket:
+    """``capacity`` requests at once, refilled at ``per_second``; ``clock`` is injected (seconds,
+    monotonic) so tests step time instead of sleeping."""
+
+    capacity: float
+    per_second: float
+    clock: Callable[[], float] = time.monotonic
+    tokens: float = field(init=False)
+    updated: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tokens = self.capacity
+        self.updated = self.clock()
+
+    def take(self) -> bool:
+        """Spend one token if there is one; False means over the limit (nothing spent)."""
+        now = self.clock()
+        elapsed = max(0.0, now - self.updated)
+        self.tokens = min(self.capacity, self.tokens + elapsed * self.per_second)
+        self.updated = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+
+    def seconds_until_next(self) -> float:
+        return max(0.0, (1 - self.tokens) / self.per_second) if self.per_second > 0 else 0.0

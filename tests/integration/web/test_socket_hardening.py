@@ -155,3 +155,61 @@ async def test_an_unknown_socket_path_is_closed_cleanly_like_an_unknown_session(
         "type": "websocket.close",
         "code": 4404,
     }
+
+
+class SteppedClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def app_with_clock(clock: SteppedClock):
+    from channels.auth import AuthMiddlewareStack
+    from channels.routing import URLRouter
+    from django.urls import re_path
+
+    from sessions_app.consumers import SessionConsumer
+
+    route = re_path(r"^ws/sessions/(?P<session_id>\d+)/$", SessionConsumer.as_asgi(clock=clock))
+    return AuthMiddlewareStack(URLRouter([route]))
+
+
+async def frames_kinds(communicator: WebsocketCommunicator, count: int) -> list[str]:
+    kinds = []
+    for _ in range(count):
+        frame = await communicator.receive_from(timeout=10)
+        kinds.append("snapshot" if 'data-kind="snapshot"' in frame else frame)
+    return kinds
+
+
+@live_db
+async def test_snapshot_requests_past_the_burst_get_a_rate_limited_error_frame(
+    cookie, session, settings
+):
+    settings.KANDEV_WS_SYNC_BURST = 5
+    settings.KANDEV_WS_SYNCS_PER_MINUTE = 12  # one every 5 s
+    clock = SteppedClock()
+    communicator = WebsocketCommunicator(
+        app_with_clock(clock),
+        f"/ws/sessions/{session.pk}/",
+        headers=[(b"cookie", f"sessionid={cookie}".encode())],
+    )
+    connected, _ = await communicator.connect(timeout=10)
+    assert connected
+    assert await frames_kinds(communicator, 1) == ["snapshot"]  # the connect's own: free
+
+    for _ in range(50):
+        await communicator.send_to(text_data='{"type": "snapshot"}')
+    kinds = await frames_kinds(communicator, 50)
+
+    assert kinds[:5] == ["snapshot"] * 5
+    assert all('data-code="rate_limited"' in k and "ask again in 5 s" in k for k in kinds[5:])
+
+    clock.now += 5  # one token back
+    await communicator.send_to(text_data='{"type": "resume", "last_seq": -1}')
+    await communicator.send_to(text_data='{"type": "snapshot"}')
+    resumed, refused = await frames_kinds(communicator, 2)
+    assert resumed == "snapshot" and 'data-code="rate_limited"' in refused
+    await communicator.disconnect()

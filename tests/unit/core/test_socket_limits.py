@@ -1,4 +1,4 @@
-"""Frame depth, without a socket."""
+"""Frame depth and the per-socket token bucket, without a socket."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sessions_app.socket_limits import FrameRefused, frame_depth_exceeds, frame_parse
+from sessions_app.socket_limits import FrameRefused, TokenBucket, frame_depth_exceeds, frame_parse
 
 
 def nested(depth: int) -> str:
@@ -49,3 +49,16 @@ def test_other_bad_frames_say_what_is_wrong(text, code):
     with pytest.raises(FrameRefused) as refused:
         frame_parse(text)
     assert refused.value.code == code
+
+
+def test_the_bucket_allows_a_burst_then_refills_at_its_rate():
+    now = [0.0]
+    bucket = TokenBucket(capacity=3, per_second=0.5, clock=lambda: now[0])
+    assert [bucket.take() for _ in range(4)] == [True, True, True, False]
+    assert bucket.seconds_until_next() == pytest.approx(2.0)
+    now[0] += 1.9
+    assert not bucket.take()
+    now[0] += 0.1
+    assert bucket.take() and not bucket.take()
+    now[0] += 1000
+    assert [bucket.take() for _ in range(4)] == [True, True, True, False]  # never above capacity
