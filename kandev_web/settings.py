@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from kandev_web.secret_key import secret_key
 from recovery.budget import RetrySettings
 from recovery.hosts import HostAllowlist
 
@@ -123,8 +124,8 @@ def redis_urls(url: str) -> dict[str, str]:
 
 
 DEBUG = env_bool("DEBUG", False)
-# The default only suits a laptop; docker-compose.yml and any real deployment set SECRET_KEY.
-SECRET_KEY = env_str("SECRET_KEY", "kandev-dev-only-insecure-secret-key")
+# KANDEV_SECRET_KEY or SECRET_KEY; without either, one generated once and kept in STATE_DIR.
+SECRET_KEY = secret_key(env=os.environ, state_dir=STATE_DIR)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -381,6 +382,20 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "sessions_app.views.login_locked_out"
 if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME.total_seconds() < 1:
     raise ImproperlyConfigured("KANDEV_LOGIN_FAILURE_LIMIT and KANDEV_LOGIN_COOLOFF_S must be >= 1")
+
+# Behind TLS (KANDEV_HTTPS: served over https, directly or by a proxy that sets
+# X-Forwarded-Proto) with DEBUG off, cookies travel only over https and browsers are told to keep
+# to https (HSTS; Django sends it on secure requests only). Each can be set on its own.
+KANDEV_HTTPS = env_bool("KANDEV_HTTPS", False)
+_SECURE_BY_DEFAULT = KANDEV_HTTPS and not DEBUG
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("KANDEV_SECURE_COOKIES", _SECURE_BY_DEFAULT)
+SECURE_HSTS_SECONDS = env_int("KANDEV_HSTS_SECONDS", 31_536_000 if _SECURE_BY_DEFAULT else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("KANDEV_HSTS_INCLUDE_SUBDOMAINS", False)
+if KANDEV_HTTPS:
+    # Every request is https when this is on, so trusting the proxy's header cannot downgrade.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+if SECURE_HSTS_SECONDS < 0:
+    raise ImproperlyConfigured("KANDEV_HSTS_SECONDS must be >= 0")
 
 # Snapshot/resume requests one socket may make: a burst, then this many a minute (consumers.py).
 KANDEV_WS_SYNC_BURST = env_int("KANDEV_WS_SYNC_BURST", 5)
