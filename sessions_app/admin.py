@@ -152,10 +152,10 @@ class NoteAdmin(admin.ModelAdmin):
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     # The digest alone is useless to an attacker, but there is no reason to show it either.
-    list_display = ["prefix", "user", "created_at", "last_used_at"]
+    list_display = ["prefix", "label", "user", "created_at", "last_used_at", "expires_at", "revoked_at"]
     list_select_related = ["user"]
     exclude = ["digest"]
-    readonly_fields = ["user", "prefix", "created_at", "last_used_at"]
+    readonly_fields = ["user", "prefix", "label", "created_at", "last_used_at"]
 
     def has_add_permission(self, request) -> bool:
         return False  # tokens come from `manage.py create_api_token`, which shows them once

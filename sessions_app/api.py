@@ -16,8 +16,9 @@ from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Status
 
 from sessions_app import selectors, services
-from sessions_app.api_auth import BearerTokenAuth
+from sessions_app.api_auth import BearerTokenAuth, api_token_revoke
 from sessions_app.api_schemas import (
+    ApiTokenOut,
     CancelRetryOut,
     ErrorOut,
     EventOut,
@@ -33,7 +34,7 @@ from sessions_app.api_schemas import (
     TaskIn,
     TaskOut,
 )
-from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound, TokenNotFound
 from sessions_app.models import ProviderTarget, Session, Task
 from sessions_app.services import recovery as recovery_services
 
@@ -54,7 +55,8 @@ EVENTS_PAGE_LIMIT = 1000
 
 
 @api.exception_handler(SessionNotFound)
-def _not_found(request: HttpRequest, exc: SessionNotFound) -> HttpResponse:
+@api.exception_handler(TokenNotFound)
+def _not_found(request: HttpRequest, exc: SessionNotFound | TokenNotFound) -> HttpResponse:
     return api.create_response(request, NOT_FOUND, status=404)
 
 
@@ -201,5 +203,29 @@ def sessions_update(request: HttpRequest, session_id: int, payload: SessionPatch
     target = ProviderTarget.objects.filter(pk=payload.target).first()
     if target is None:
         raise InvalidInput("target", "unknown target")
-    session = recovery_services.session_target_set(session=session, user=request.auth, target=target)
+    session = recovery_services.session_target_set(
+        session=session, user=request.auth, target=target
+    )
     return _session_out(session)
+
+
+@api.get("/v1/tokens", response=list[ApiTokenOut])
+def tokens_list(request: HttpRequest) -> list[dict]:
+    """The caller's own tokens that are not revoked: never the token itself, only its prefix."""
+    return [
+        {
+            "id": t.pk,
+            "prefix": t.prefix,
+            "label": t.label,
+            "created": t.created_at,
+            "last_used": t.last_used_at,
+            "expires": t.expires_at,
+        }
+        for t in selectors.api_tokens_for_user(user=request.auth)
+    ]
+
+
+@api.delete("/v1/tokens/{token_id}", response={204: None, 404: ErrorOut})
+def tokens_revoke(request: HttpRequest, token_id: int) -> Status:
+    api_token_revoke(user=request.auth, token_id=token_id)
+    return Status(204, None)

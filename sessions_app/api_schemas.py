@@ -160,5 +160,14 @@ class EventOut(Schema):
     payload: dict[str, Any]
 
 
+class ApiTokenOut(Schema):
+    id: int
+    prefix: str = Field(description="The token's first characters, to tell tokens apart")
+    label: str
+    created: datetime
+    last_used: datetime | None
+    expires: datetime | None = Field(description="Refused from then on; null: never expires")
+
+
 class ErrorOut(Schema):
     detail: Any

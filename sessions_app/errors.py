@@ -15,6 +15,10 @@ class SessionNotFound(DomainError):
     """Unknown *and* foreign sessions alike, so nobody can probe which ids exist."""
 
 
+class TokenNotFound(DomainError):
+    """Unknown, foreign and revoked API tokens alike."""
+
+
 class GenerationActive(DomainError):
     """A prompt is already queued or running in this session."""
 
