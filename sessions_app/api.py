@@ -78,14 +78,9 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 
 
 def _target_out(target: ProviderTarget) -> dict:
-    # What a user picks a target by. Its command, URL and key variable are the operator's.
-    return {
-        "id": target.pk,
-        "name": target.name,
-        "kind": target.kind,
-        "model": target.model,
-        "fallbacks": selectors.target_fallback_ids(target=target),
-    }
+    # What a person picks a target by: its name and model. How it runs (kind, agent, base URL,
+    # key variable, fallbacks) is the operator's business and stays in the admin.
+    return {"id": target.pk, "name": target.name, "model": target.model}
 
 
 def _task_out(task: Task) -> dict:

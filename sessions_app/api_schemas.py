@@ -56,9 +56,7 @@ class TargetOut(Schema):
 
     id: int
     name: str
-    kind: str
     model: str
-    fallbacks: list[int]
 
 
 class TaskIn(Schema):

@@ -80,11 +80,7 @@ def api_tokens_for_user(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
 
 
 def targets_all() -> QuerySet[ProviderTarget]:
-    return ProviderTarget.objects.prefetch_related("fallback_links")
-
-
-def target_fallback_ids(*, target: ProviderTarget) -> list[int]:
-    return [link.fallback_id for link in target.fallback_links.all()]
+    return ProviderTarget.objects.all()
 
 
 def target_fallback_names(*, target: ProviderTarget) -> list[str]:
