@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from ninja import Schema
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from sessions_app import text_rules
@@ -50,6 +50,19 @@ PromptText = Annotated[
 ]
 
 
+class BodyIn(Schema):
+    """A request body: a JSON object, nothing else. It replaces ninja's root validator, which
+    reads fields off any value as attributes (meant for ORM objects): a body of "AAA" made a task
+    titled "Aaa", from str.title."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _run_root_validator(cls, values: Any, handler: Any, info: Any) -> Any:
+        if not isinstance(values, dict):
+            raise PydanticCustomError("model_type", "Input should be a JSON object")
+        return handler(values)
+
+
 class TargetOut(Schema):
     """A target as a user sees it; how it is set up (command, URL, key variable) is the
     operator's and never leaves the server."""
@@ -59,7 +72,7 @@ class TargetOut(Schema):
     model: str
 
 
-class TaskIn(Schema):
+class TaskIn(BodyIn):
     title: Name = Field(min_length=1, max_length=200)
 
 
@@ -71,7 +84,7 @@ class TaskOut(Schema):
     sessions: list[int]
 
 
-class SessionIn(Schema):
+class SessionIn(BodyIn):
     target: int
     title: Name = Field(min_length=1, max_length=200)
     task: int | None = None
@@ -127,7 +140,7 @@ class SessionDetail(Schema):
     last_seq: int
 
 
-class PromptIn(Schema):
+class PromptIn(BodyIn):
     text: PromptText = Field(min_length=1, max_length=settings.KANDEV_MAX_PROMPT_CHARS)
 
 
@@ -144,11 +157,11 @@ class CancelRetryOut(Schema):
     recovery_actions: list[str]
 
 
-class RecoverIn(Schema):
+class RecoverIn(BodyIn):
     action: Literal["resume", "fresh"]
 
 
-class SessionPatchIn(Schema):
+class SessionPatchIn(BodyIn):
     target: int
 
 
@@ -168,4 +181,16 @@ class ApiTokenOut(Schema):
 
 
 class ErrorOut(Schema):
-    detail: Any
+    detail: str
+
+
+class FieldErrorOut(Schema):
+    type: str
+    loc: list[str | int] = Field(
+        description='Where: ["body", ..., "title"], ["path", "session_id"]'
+    )
+    msg: str
+
+
+class ValidationErrorOut(Schema):
+    detail: list[FieldErrorOut]

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app import events as event_names
-from sessions_app.errors import InvalidInput
+from sessions_app.errors import InvalidInput, StateConflict, UnknownReference
 from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
 from sessions_app.services.events import event_append
 from sessions_app.target_rules import target_problems
@@ -78,11 +78,11 @@ def target_create(
         raise InvalidInput("fallbacks", "must not name a target twice")
     with transaction.atomic():
         if ProviderTarget.objects.filter(name=name).exists():
-            raise InvalidInput("name", "a target with this name already exists")
+            raise StateConflict("name", "a target with this name already exists")
         known = set(ProviderTarget.objects.filter(pk__in=fallback_ids).values_list("pk", flat=True))
         unknown = [str(i) for i in fallback_ids if i not in known]
         if unknown:
-            raise InvalidInput("fallbacks", f"unknown target ids: {', '.join(unknown)}")
+            raise UnknownReference("fallbacks", f"no such target: {', '.join(unknown)}")
         target = ProviderTarget.objects.create(
             name=name,
             kind=kind,
@@ -145,7 +145,7 @@ def session_create(
     """Open a session on ``target``; without a task, one is created from the title."""
     title = _check_name("title", title)
     if task is not None and task.owner_id != owner.pk:
-        raise InvalidInput("task", "unknown task")
+        raise UnknownReference("task", "no such task")
     with transaction.atomic():
         if task is None:
             task = task_create(owner=owner, title=title)

@@ -118,18 +118,18 @@ def test_bad_prompts_get_field_errors(session, owner_api, settings, body, field)
     assert not PromptGeneration.objects.exists()
 
 
-def test_a_session_naming_an_unknown_or_foreign_target_or_task_gets_field_errors(
+def test_a_session_naming_an_unknown_or_foreign_target_or_task_gets_404_saying_which(
     owner_api, stranger, target
 ):
     from sessions_app.services import task_create
 
     bobs = task_create(owner=stranger, title="Bob's")
     status, body = post(owner_api, "/api/v1/sessions", {"target": 999_999, "title": "x"})
-    assert (status, field_errors(body)) == (422, {"target"})
+    assert (status, body) == (404, {"detail": "No such target."})
     status, body = post(
         owner_api, "/api/v1/sessions", {"target": target.pk, "title": "x", "task": bobs.pk}
     )
-    assert (status, field_errors(body)) == (422, {"task"})
+    assert (status, body) == (404, {"detail": "No such task."})
     status, body = post(owner_api, "/api/v1/sessions", {"target": "abc", "title": "x"})
     assert (status, field_errors(body)) == (422, {"target"})
     assert not Session.objects.exists()

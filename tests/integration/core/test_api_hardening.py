@@ -140,3 +140,10 @@ def test_a_prompt_keeps_tabs_newlines_and_any_script(owner_api, session, celery_
     )
     assert response.status_code == 202
     assert Message.objects.get(session=session).text == text
+
+
+@pytest.mark.parametrize("body", ['"AAA"', "[]", "5", "null", "true"])
+def test_a_body_that_is_not_a_json_object_is_refused(owner_api, body):
+    response = post_raw(owner_api, "/api/v1/tasks", body)
+    assert response.status_code == 422
+    assert not Task.objects.exists()
