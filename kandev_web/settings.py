@@ -392,7 +392,7 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("KANDEV_SECURE_COOKIES", _
 SECURE_HSTS_SECONDS = env_int("KANDEV_HSTS_SECONDS", 31_536_000 if _SECURE_BY_DEFAULT else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("KANDEV_HSTS_INCLUDE_SUBDOMAINS", False)
 if KANDEV_HTTPS:
-    # Every request is https when this is on, so trusting the proxy's header cannot downgrade.
+    # KANDEV_HTTPS promises every request arrives over https; the proxy in front says so here.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 if SECURE_HSTS_SECONDS < 0:
     raise ImproperlyConfigured("KANDEV_HSTS_SECONDS must be >= 0")
