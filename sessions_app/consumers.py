@@ -15,6 +15,10 @@ Protocol (server frames are HTML for htmx's ws extension, see frames.py):
 4. Live: group pushes with seq <= what this socket already sent are dropped (dedupe); a seq that
    skips ahead means a push was lost, so the missing events are read from Postgres.
 
+Every frame sent is at most frames.MAX_FRAME_BYTES: a replay goes out as several frames of whole
+events, and a frame still larger (a long transcript's snapshot, a long answer) in parts that
+static/js/live.js joins (see frames.py).
+
 Malformed frames (not JSON, nested deeper than socket_limits.MAX_FRAME_DEPTH, not an object,
 unknown type, binary, larger than KANDEV_MAX_WS_FRAME_BYTES) get an error frame; the socket stays
 open. Frames over Daphne's own limit (1 MiB) never get here: the transport closes with 1009.
@@ -37,7 +41,13 @@ from django.conf import settings
 
 from sessions_app.errors import SessionNotFound
 from sessions_app.events import group_name
-from sessions_app.frames import error_frame, events_frame, snapshot_frame
+from sessions_app.frames import (
+    error_frame,
+    events_frame,
+    events_frames,
+    frame_parts,
+    snapshot_frame,
+)
 from sessions_app.models import Session
 from sessions_app.selectors import events_after, session_for_user, session_snapshot
 from sessions_app.socket_limits import FrameRefused, TokenBucket, frame_parse
@@ -57,18 +67,19 @@ def _query_last_seq(query_string: bytes) -> int | None:
 
 
 class _FrameCache:
-    """The frame of one live event, rendered once per process instead of once per viewer: all
-    viewers of a session in this Daphne get the same bytes. Bounded; only a cache, never state."""
+    """The frame of one live event (its parts on the wire), rendered once per process instead of
+    once per viewer: all viewers of a session in this Daphne get the same bytes. Bounded; only a
+    cache, never state."""
 
     def __init__(self, *, size: int) -> None:
         self._size = size
-        self._frames: OrderedDict[tuple[int, int, str], str] = OrderedDict()
+        self._frames: OrderedDict[tuple[int, int, str], list[str]] = OrderedDict()
 
-    def frame(self, *, session_id: int, event: dict[str, Any]) -> str:
+    def frame(self, *, session_id: int, event: dict[str, Any]) -> list[str]:
         key = (session_id, event["seq"], event["event"])
         frame = self._frames.get(key)
         if frame is None:
-            frame = events_frame(session_id=session_id, events=[event])
+            frame = frame_parts(events_frame(session_id=session_id, events=[event]))
             self._frames[key] = frame
             if len(self._frames) > self._size:
                 self._frames.popitem(last=False)
@@ -135,11 +146,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 session_id=self.session_id, after_seq=after_seq
             )
         if kind == "snapshot":
-            await self.send(text_data=snapshot_frame(snapshot=data))
+            await self._send_parts(frame_parts(snapshot_frame(snapshot=data)))
             self.sent_seq = data["last_seq"]
             return
         if data:
-            await self.send(text_data=events_frame(session_id=self.session_id, events=data))
+            for frame in events_frames(session_id=self.session_id, events=data):
+                await self._send_parts(frame_parts(frame))
             self.sent_seq = data[-1]["seq"]
         else:
             self.sent_seq = after_seq
@@ -155,8 +167,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.sync(after_seq=self.sent_seq)
             return
         event = {"seq": seq, "event": message["event"], "payload": message["payload"]}
-        await self.send(text_data=_live_frames.frame(session_id=self.session_id, event=event))
+        await self._send_parts(_live_frames.frame(session_id=self.session_id, event=event))
         self.sent_seq = seq
+
+    async def _send_parts(self, parts: list[str]) -> None:
+        """One frame's parts (frames.frame_parts), back to back: nothing else is sent between
+        them, since a consumer handles one message at a time."""
+        for part in parts:
+            await self.send(text_data=part)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.sent_seq is None:
