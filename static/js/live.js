@@ -78,7 +78,6 @@
     var part = PART.exec(evt.detail.message);
     if (part) { evt.preventDefault(); takePart(part, evt.detail.message); return; }
     var head = HEADER.exec(evt.detail.message);
-    stickToBottom = nearBottom();
     if (!head || head[1] !== "events") return;
     var first = parseInt(head[2], 10), last = parseInt(head[3], 10), have = currentSeq();
     if (last <= have) { evt.preventDefault(); return; }
@@ -110,8 +109,15 @@
     if (box) box.scrollTop = box.scrollHeight;
   }
 
+  // Whether to follow new text is decided when the reader scrolls, and the scroll to the bottom
+  // happens once per painted frame: measuring the page on every websocket frame forced a layout
+  // of the whole transcript each time, which a multi-megabyte answer turned into seconds.
+  var scrollPending = false;
+  document.addEventListener("scroll", function () { stickToBottom = nearBottom(); }, true);
   document.addEventListener("htmx:wsAfterMessage", function () {
-    if (stickToBottom) scrollToBottom();
+    if (!stickToBottom || scrollPending) return;
+    scrollPending = true;
+    requestAnimationFrame(function () { scrollPending = false; if (stickToBottom) scrollToBottom(); });
   });
 
   function showConnection(visible) {

@@ -29,8 +29,8 @@ pytestmark = [
 ]
 
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
-# 100 per operation is about 2,900 requests, about five minutes on a loaded CI machine.
-EXAMPLES_PER_OPERATION = int(os.environ.get("KANDEV_FUZZ_EXAMPLES", "100"))
+# 150 per operation is about 2,700 requests, some five minutes on a loaded 2-core machine.
+EXAMPLES_PER_OPERATION = int(os.environ.get("KANDEV_FUZZ_EXAMPLES", "150"))
 SEED = os.environ.get("KANDEV_FUZZ_SEED", "9")
 
 
