@@ -239,7 +239,7 @@ KANDEV_STREAM_FLUSH_INTERVAL = env_float("KANDEV_STREAM_FLUSH_INTERVAL", 0.1)
 KANDEV_REPLAY_LIMIT = env_int("KANDEV_REPLAY_LIMIT", 500)
 
 # The retry ladder: one budget per prompt turn (KANDEV_RETRY_DELAYS, _MAX_ATTEMPTS, _JITTER,
-# _DEADLINE). Parsed here, so a bad value stops start-up instead of the first failing prompt.
+# _DEADLINE per model call, _TURN_CAP per turn). Parsed here, so a bad value stops start-up instead of the first failing prompt.
 try:
     KANDEV_RETRY = RetrySettings.from_env(os.environ)
 except ValueError as error:

@@ -33,6 +33,7 @@ from recovery.wording import (
     out_of_time_message,
     post_exposure_message,
     retry_message,
+    turn_cap_message,
     unclassified_message,
     wait_for_reset_message,
 )
@@ -110,6 +111,10 @@ def decide(
             return _failover(classification, budget, fallback, now=now)
         if provider_wait_s > remaining_s:
             return manual(hard_message(code, resets_in_s=provider_wait_s))
+        if budget.turn_cap_binds(clock=clock):
+            return manual(
+                turn_cap_message(code, turn_elapsed_s=budget.turn_elapsed_s(clock=clock))
+            )
         return manual(out_of_time_message(code, elapsed_s=budget.elapsed_s(clock=clock)))
 
     next_attempt = budget.retries + 1

@@ -90,6 +90,14 @@ def out_of_time_message(code: Code, *, elapsed_s: float) -> str:
     return f"{_persisted(code)} for {duration_phrase(elapsed_s)}; automatic retries have stopped."
 
 
+def turn_cap_message(code: Code, *, turn_elapsed_s: float) -> str:
+    return (
+        f"{_reason(code)}. This turn has already spent {duration_phrase(turn_elapsed_s)}, the "
+        "most automatic recovery may take for one turn; automatic "
+        "retries have stopped."
+    )
+
+
 def hard_message(code: Code, *, resets_in_s: float | None) -> str:
     if code is Code.CANCELLED:
         return "Cancelled."

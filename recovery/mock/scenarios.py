@@ -121,6 +121,15 @@ def tool(req: ScenarioRequest) -> Plan:
     )
 
 
+def tool_then_overloaded(req: ScenarioRequest) -> Plan:
+    """`/tool-then-overloaded:N NAME {json} text`: the first model call asks for the tool; the
+    call that continues with its result is refused with 529 N times, then answers. The second
+    model call of a tool-using turn failing on its own (per-call deadlines)."""
+    if req.tool_result is None:
+        return tool(req)  # a final plan: the continuing call's attempts count from 1
+    return _failing(req, Plan((HttpError(_OVERLOAD),)))
+
+
 def _tool_call_from_prompt(prompt: str) -> tuple[str, dict]:
     name, _, rest = prompt.partition(" ")
     rest = rest.lstrip()
@@ -274,6 +283,7 @@ SCENARIOS: dict[str, Callable[[ScenarioRequest], Plan]] = {
     "plain": plain,
     "thinking": thinking,
     "tool": tool,
+    "tool-then-overloaded": tool_then_overloaded,
     "slow-first-byte": slow_first_byte,
     "slow-stream": slow_stream,
     "ping-stall": ping_stall,

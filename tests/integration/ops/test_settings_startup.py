@@ -30,6 +30,8 @@ def start_up(**env: str) -> subprocess.CompletedProcess[str]:
         ("KANDEV_RETRY_DELAYS", "5,ten"),
         ("KANDEV_RETRY_JITTER", "2"),
         ("KANDEV_RETRY_DEADLINE", "-1"),
+        ("KANDEV_RETRY_TURN_CAP", "60"),  # shorter than one call's deadline
+        ("KANDEV_RETRY_TURN_CAP", "forever"),
         ("KANDEV_STREAM_FLUSH_INTERVAL", "often"),
         ("KANDEV_AGENT_NODE", "node"),
         ("KANDEV_AGENT_EXIT_GRACE_S", "-1"),

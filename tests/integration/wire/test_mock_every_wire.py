@@ -71,7 +71,7 @@ FIRST_STREAMED_ATTEMPT: dict[str, tuple[str, str, str, str]] = {
 PARTIAL_TEXT = {"overloaded-after-text", "rate-limited-after-text", "server-error-after-text"}
 PARTIAL_TEXT |= {"drop", "cut"}
 PERMANENT = {"quota", "auth", "echo-credentials"}
-ANSWERING = {"plain", "thinking", "tool", "long"}
+ANSWERING = {"plain", "thinking", "tool", "tool-then-overloaded", "long"}
 TIMED = {"slow-first-byte", "slow-stream", "ping-stall", "stall-after-text"}
 RECOVERING = sorted(set(FIRST_STREAMED_ATTEMPT) - PERMANENT)
 

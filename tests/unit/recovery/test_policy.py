@@ -25,7 +25,9 @@ def overload(**fields) -> Evidence:
 
 
 def budget_after(attempts: int, *, clock: FakeClock, settings=NO_JITTER, targets=("primary",)):
+    # The call first failed when the budget opened: its deadline runs from there.
     budget = Budget.start(settings=settings, clock=clock, target=targets[0])
+    budget = budget.record_failure(clock=clock)
     for number in range(attempts):
         budget = budget.record_attempt(target=targets[min(number, len(targets) - 1)])
     return budget
