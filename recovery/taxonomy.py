@@ -144,6 +144,7 @@ class Evidence:
     model_id: str | None = None
     generation: int | None = None
     reset_at_ms: int | None = None  # absolute reset hint (epoch ms) from rate-limit headers
+    should_retry: bool | None = None  # the provider's x-should-retry header; None when absent
 
 
 @dataclass(frozen=True, slots=True)
