@@ -9,8 +9,10 @@ plan that ends its script `final`, after which the conversation's counter starts
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from recovery.mock.steps import (
     Delay,
@@ -22,6 +24,7 @@ from recovery.mock.steps import (
     Malformed,
     Ping,
     Plan,
+    RawBody,
     Start,
     StreamError,
     Text,
@@ -128,6 +131,25 @@ def tool_then_overloaded(req: ScenarioRequest) -> Plan:
     if req.tool_result is None:
         return tool(req)  # a final plan: the continuing call's attempts count from 1
     return _failing(req, Plan((HttpError(_OVERLOAD),)))
+
+
+WIRE_FIXTURES = Path(__file__).parent / "wire_fixtures"
+_CONTENT_TYPES = {".sse": "text/event-stream", ".json": "application/json"}
+_FIXTURE_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+def wire_fixture(req: ScenarioRequest) -> Plan:
+    """`/wire-fixture:NAME`: the recorded body wire_fixtures/NAME.sse (an event stream) or
+    NAME.json (a JSON body), sent as-is with status 200, on every attempt."""
+    name = req.args[0] if req.args else ""
+    if _FIXTURE_NAME.fullmatch(name):
+        for suffix, content_type in _CONTENT_TYPES.items():
+            path = WIRE_FIXTURES / f"{name}{suffix}"
+            if path.is_file():
+                return Plan((RawBody(path.read_bytes(), content_type),))
+    known = ", ".join(sorted(p.stem for p in WIRE_FIXTURES.iterdir() if p.suffix in _CONTENT_TYPES))
+    message = f"unknown wire fixture {name!r}; known: {known}"
+    return Plan((HttpError(Fail(Failure.BAD_REQUEST, message=message)),))
 
 
 def _tool_call_from_prompt(prompt: str) -> tuple[str, dict]:
@@ -288,6 +310,7 @@ SCENARIOS: dict[str, Callable[[ScenarioRequest], Plan]] = {
     "thinking": thinking,
     "tool": tool,
     "tool-then-overloaded": tool_then_overloaded,
+    "wire-fixture": wire_fixture,
     "slow-first-byte": slow_first_byte,
     "slow-stream": slow_stream,
     "ping-stall": ping_stall,

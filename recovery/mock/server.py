@@ -203,6 +203,9 @@ async def _serve(
         error = wire.error(fail)
         entry.update(status=error.status, completed=True)
         return error_response(error)
+    if (raw := plan.raw_body) is not None:
+        entry.update(status=200, completed=True)
+        return web.Response(status=200, body=raw.data, headers={"content-type": raw.content_type})
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     reply = Reply(model, history.word_count, wire.message_id(entry["id"]), include_usage)
     if not stream:
