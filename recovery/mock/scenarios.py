@@ -41,6 +41,7 @@ class ScenarioRequest:
     attempt: int  # 1-based count of requests seen for this conversation and scenario
     tool_result: str | None  # the latest tool result in history, when the call continues a tool
     model: str
+    credential: str = ""  # the request's credential as received (for the careless-gateway cases)
 
 
 def _chunks(text: str, words_per_chunk: int = 3) -> tuple[str, ...]:
@@ -275,6 +276,31 @@ def echo_credentials(req: ScenarioRequest) -> Plan:
     return Plan((HttpError(Fail(Failure.ECHO_CREDENTIALS)),))
 
 
+def echo_credentials_stream(req: ScenarioRequest) -> Plan:
+    """A careless gateway that streams the caller's credential back in 4-character pieces: in its
+    thinking, its text and a tool call's arguments; the answer after the tool quotes the tool's
+    result (redaction test for every output path)."""
+    scheme, _, token = req.credential.partition(" ")
+    key = token or scheme  # the key itself, without "Bearer"
+    pieces = _pieces(key, 4)
+    if req.tool_result is not None:
+        return Plan((Start(), Text(("Noted: ", req.tool_result, f" key {key}")), Finish("end_turn")))
+    arguments = json.dumps({"text": f"remember {key}"})
+    return Plan(
+        (
+            Start(),
+            Thinking(("The key is ", *pieces, " as sent.")),
+            Text(("Your key is ", *pieces, ", keep it safe.")),
+            Tool("toolu_echo_0001", "append_note", _pieces(arguments, 5)),
+            Finish("tool_use"),
+        )
+    )
+
+
+def _pieces(text: str, size: int) -> tuple[str, ...]:
+    return tuple(text[i : i + size] for i in range(0, len(text), size))
+
+
 def gateway_openrouter(req: ScenarioRequest) -> Plan:
     return _failing(req, Plan((HttpError(Fail(Failure.OPENROUTER, status=_int_arg(req, 1, 502))),)))
 
@@ -333,6 +359,7 @@ SCENARIOS: dict[str, Callable[[ScenarioRequest], Plan]] = {
     "quota": quota,
     "auth": auth,
     "echo-credentials": echo_credentials,
+    "echo-credentials-stream": echo_credentials_stream,
     "gateway-openrouter": gateway_openrouter,
     "gateway-litellm": gateway_litellm,
     "tool-partial-fail": tool_partial_fail,
