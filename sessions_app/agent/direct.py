@@ -31,7 +31,7 @@ from recovery.judge import CallStats
 from recovery.providers.base import TargetConfig
 from recovery.redact import redact_credentials
 from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
-from sessions_app.agent.targets import TargetUnusable, target_config_for
+from sessions_app.agent.targets import TargetUnusable, stream_timeouts_for, target_config_for
 from sessions_app.agent.tools import ToolContext, tool_run, tool_specs
 from sessions_app.agent.transcript import model_call_build
 from sessions_app.agent.turn import HandedBack, Judged, Turn, TurnFailed, TurnResult
@@ -41,7 +41,7 @@ from sessions_app.services.ladder import call_succeeded
 
 MAX_MODEL_CALLS = 8
 
-# open_stream(target_config, call, *, cancel, clock) -> iterable of StreamEvents
+# open_stream(target_config, call, *, cancel, clock, timeouts) -> iterable of StreamEvents
 StreamOpener = Callable[..., Iterable[StreamEvent]]
 
 
@@ -99,7 +99,13 @@ class DirectDriver:
         """Stream one model call into rows. Returns its complete tool calls, or None if stopped."""
         turn = self.turn
         # Kept for the attempt record: the guarded stream knows ttft, bytes and usage.
-        self.last_stream = self.open_stream(self.config, call, cancel=turn.cancel, clock=turn.clock)
+        self.last_stream = self.open_stream(
+            self.config,
+            call,
+            cancel=turn.cancel,
+            clock=turn.clock,
+            timeouts=stream_timeouts_for(turn.target),
+        )
         events = iter(self.last_stream)
         try:
             tool_calls = self._consume(events)
