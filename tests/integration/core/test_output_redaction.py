@@ -17,7 +17,9 @@ import pytest
 from django.conf import settings
 
 from recovery.redact import REDACTED, worker_values_set
+from sessions_app.agent import direct
 from sessions_app.agent.runner import generation_run
+from sessions_app.agent.tools import ToolOutput
 from sessions_app.ladder.models import AttemptRecord
 from sessions_app.models import Message, Note, PromptGeneration, SessionEvent
 from sessions_app.services import prompt_submit
@@ -92,3 +94,26 @@ def test_a_key_quoted_in_an_error_never_reaches_the_card_or_the_records(
     generation.refresh_from_db()
     assert generation.state == PromptGeneration.State.FAILED
     assert worker_key not in everything_stored(keyed_chat)
+
+
+def test_a_tool_result_quoting_the_key_is_redacted_before_it_is_written(
+    keyed_chat, owner, mock_provider, worker_key, monkeypatch
+):
+    real = direct.tool_run
+
+    def tool_run(**kwargs):  # the real tool, whose output then quotes the key (a log line, say)
+        output = real(**kwargs)
+        return ToolOutput(content=f"{output.content} (authenticated as {worker_key})")
+
+    monkeypatch.setattr(direct, "tool_run", tool_run)
+    generation = prompt_submit(
+        session=keyed_chat, user=owner, text='/tool append_note {"text": "buy milk"} please'
+    )
+    generation_run(generation_id=generation.pk, rng=random.Random(7))
+
+    result = Message.objects.get(session=keyed_chat, role="tool_result")
+    assert result.text.endswith(f"(authenticated as {REDACTED})")
+    assert worker_key not in everything_stored(keyed_chat)
+    # The next model call carried the redacted result (the mock's answer quotes what it got).
+    final = Message.objects.filter(session=keyed_chat, role="assistant").last()
+    assert f"(authenticated as {REDACTED})" in final.text
