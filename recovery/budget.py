@@ -159,8 +159,10 @@ class Budget:
 
     def record_call_success(self) -> Budget:
         """The current call reached its terminal event: the next call gets a fresh ladder (its
-        own attempts and deadline); the turn cap keeps counting."""
-        return replace(self, attempts=0, call_failed_at=None)
+        own attempts and deadline); the turn cap keeps counting. The next call's first attempt
+        is counted here, as ``turn_budget`` counts a turn's first call, because nothing else
+        records it before it may fail."""
+        return replace(self, attempts=1, call_failed_at=None)
 
     def elapsed_s(self, *, clock: Clock) -> float:
         """Seconds the current call has spent recovering (since its first failure)."""

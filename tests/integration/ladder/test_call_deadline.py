@@ -98,3 +98,21 @@ def test_the_turn_cap_ends_recovery_even_when_the_call_has_time_left(
     assert generation.state == State.FAILED
     assert "This turn has already spent 2 min 45 s" in generation.error_message
     assert session_snapshot(session=chat)["notice"] is None
+
+
+def test_the_second_calls_retries_walk_its_own_ladder(chat, owner, clock, mock_provider):
+    generation = prompt_submit(
+        session=chat, user=owner, text="/tool-then-overloaded:2 read_clock {} what time is it"
+    )
+    generation_run(generation_id=generation.pk, clock=clock, rng=random.Random(7))
+    loop = RetryLoop.objects.get(generation=generation)
+    assert session_snapshot(session=chat)["notice"]["attempt"] == 1
+
+    run_retry(loop, clock)  # the second call fails again
+
+    notice = session_snapshot(session=chat)["notice"]
+    assert notice["attempt"] == 2
+    assert 8.0 <= notice["retry_at_ms"] / 1000 - clock.now() <= 12.0  # the ladder's second step
+    run_retry(loop, clock)
+    generation.refresh_from_db()
+    assert generation.state == State.SUCCEEDED

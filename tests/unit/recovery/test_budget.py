@@ -137,6 +137,9 @@ def test_a_call_that_succeeded_leaves_the_next_call_a_fresh_ladder():
 
     budget = budget.record_call_success()
     assert (budget.attempts_left, budget.remaining_s(clock=clock)) == (2, 150)
+    # The next call's retries then walk its own ladder: attempt 1, then 2.
+    assert budget.retries == 0
+    assert budget.record_attempt(target="a").retries == 1
 
 
 def test_the_turn_cap_bounds_every_call_of_the_turn_together():
