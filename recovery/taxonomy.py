@@ -117,7 +117,10 @@ CODE_POLICY: dict[Code, CodePolicy] = {
     Code.PROVIDER_OVERLOADED: CodePolicy(Klass.TRANSIENT, True, "Provider overloaded"),
     Code.MODEL_CAPACITY: CodePolicy(Klass.TRANSIENT, True, "Model at capacity"),
     Code.RATE_LIMITED: CodePolicy(Klass.TRANSIENT, True, "Rate limited"),
-    Code.AGENT_TRANSPORT_LOST: CodePolicy(Klass.TRANSIENT, True, "Connection to the agent lost"),
+    # Not fallback-eligible: the loss is the agent's own connection, not the provider's health, so
+    # near the deadline it keeps the selected provider (requirements AC .15), and a chunk that
+    # quotes it never becomes a diagnostic that could authorise a whole-prompt replay.
+    Code.AGENT_TRANSPORT_LOST: CodePolicy(Klass.TRANSIENT, False, "Connection to the agent lost"),
     Code.PROVIDER_RESOURCE_EXHAUSTED: CodePolicy(
         Klass.TRANSIENT, True, "Provider resources exhausted"
     ),
@@ -169,6 +172,7 @@ class Evidence:
     model_id: str | None = None
     generation: int | None = None
     reset_at_ms: int | None = None  # absolute reset hint (epoch ms) from rate-limit headers
+    should_retry: bool | None = None  # the provider's x-should-retry header; None when absent
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,14 @@ def out_of_time_message(code: Code, *, elapsed_s: float) -> str:
     return f"{_persisted(code)} for {duration_phrase(elapsed_s)}; automatic retries have stopped."
 
 
+def turn_cap_message(code: Code, *, turn_elapsed_s: float) -> str:
+    return (
+        f"{_reason(code)}. This turn has already spent {duration_phrase(turn_elapsed_s)}, the "
+        "most automatic recovery may take for one turn; automatic "
+        "retries have stopped."
+    )
+
+
 def hard_message(code: Code, *, resets_in_s: float | None) -> str:
     if code is Code.CANCELLED:
         return "Cancelled."
@@ -112,6 +120,28 @@ def hard_message(code: Code, *, resets_in_s: float | None) -> str:
         return f"{_reason(code)}. The limit resets in {duration_phrase(resets_in_s)}."
     advice = _HARD_ADVICE.get(code, "Retrying would not fix this.")
     return f"{_reason(code)}. {advice}"
+
+
+def provider_wait_message(
+    code: Code, *, wait_s: float, limit_s: float, limit_is_cap: bool
+) -> str:
+    """The provider asked for a wait longer than automatic recovery may take."""
+    limit = (
+        f"the longest wait automatic retry takes ({duration_phrase(limit_s)})"
+        if limit_is_cap
+        else f"the time automatic retry has left ({duration_phrase(limit_s)})"
+    )
+    return (
+        f"{_reason(code)}. The provider asked to wait {duration_phrase(wait_s)} before trying "
+        f"again, longer than {limit}, so it was not retried automatically. Resume after that."
+    )
+
+
+def provider_refused_retry_message(code: Code) -> str:
+    return (
+        f"{_reason(code)}. The provider said this request should not be retried, so it was not "
+        "retried automatically."
+    )
 
 
 def post_exposure_message(code: Code) -> str:

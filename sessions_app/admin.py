@@ -33,7 +33,17 @@ class ProviderTargetForm(forms.ModelForm):
 
     class Meta:
         model = ProviderTarget
-        fields = ["name", "kind", "agent_kind", "base_url", "model", "api_key_env"]
+        fields = [
+            "name",
+            "kind",
+            "agent_kind",
+            "base_url",
+            "model",
+            "api_key_env",
+            "first_chunk_timeout_s",
+            "idle_timeout_s",
+            "no_progress_timeout_s",
+        ]
         help_texts = {
             "base_url": "Empty for the provider's default. Its host must be listed in "
             "KANDEV_PROVIDER_HOSTS. For an ACP agent, what the agent's own base-URL variable "

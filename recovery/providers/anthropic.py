@@ -133,14 +133,7 @@ class AnthropicDecoder:
             self._started = True
             return [_MESSAGE_START]
         if kind == "content_block_start":
-            block = payload["content_block"]
-            self._blocks[int(payload["index"])] = {
-                "type": block["type"],
-                "id": block.get("id"),
-                "name": block.get("name"),
-                "json": [],
-            }
-            return [_BLOCK]
+            return self._start_block(int(payload["index"]), payload["content_block"])
         if kind == "content_block_stop":
             return self._stop_block(int(payload["index"]))
         if kind == "message_delta":
@@ -153,6 +146,23 @@ class AnthropicDecoder:
             usage = Usage(self._input_tokens, self._output_tokens)
             return [TurnEnd(self._stop_reason or "end_turn", usage)]
         return []  # the API reserves the right to add event types; unknown ones are ignored
+
+    def _start_block(self, index: int, block: dict[str, Any]) -> list[WireItem]:
+        """A block opening. It may already carry content (a gateway that sends a text block's
+        text, or a tool call's whole input, in its start event): that content is kept."""
+        kind = block["type"]
+        self._blocks[index] = {
+            "type": kind,
+            "id": block.get("id"),
+            "name": block.get("name"),
+            "json": [],
+            "input": block.get("input"),
+        }
+        if kind == "text" and block.get("text"):
+            return [TextDelta(str(block["text"]))]
+        if kind == "thinking" and block.get("thinking"):
+            return [ThinkingDelta(str(block["thinking"]))]
+        return [_BLOCK]
 
     def _delta(self, payload: dict[str, Any]) -> list[WireItem]:
         if not self._started:
@@ -173,8 +183,10 @@ class AnthropicDecoder:
         block = self._blocks.pop(index)
         if block["type"] != "tool_use":
             return [_BLOCK]
-        raw = "".join(block["json"]) or "{}"
-        arguments = json.loads(raw)
+        if block["json"]:
+            arguments = json.loads("".join(block["json"]))
+        else:  # no input deltas: the input the block started with (usually {})
+            arguments = block["input"] if block["input"] is not None else {}
         if (
             not isinstance(arguments, dict)
             or not isinstance(block["id"], str)

@@ -47,6 +47,9 @@ def _redactable_prefix(text: str) -> str:
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+# No provider hint honestly asks for more than a monthly quota's reset; a larger one (a bug, a
+# timestamp sent as seconds) is read as this, so a card never says "resets in 11574074 days".
+HINT_LIMIT_MS = 30 * 86_400 * 1000
 
 
 def status_failure(
@@ -73,6 +76,7 @@ def status_failure(
         provider_id=provider_id,
         model_id=model,
         reset_at_ms=reset_at_ms(headers, clock=clock),
+        should_retry=should_retry(headers),
     )
     return ProviderFailure(evidence, f"HTTP {status} {code or ''}".strip())
 
@@ -255,26 +259,36 @@ def _status_like(value: Any) -> int | None:
     return None
 
 
+def should_retry(headers: Mapping[str, str]) -> bool | None:
+    """The provider's own `x-should-retry` (both SDKs obey it): True, False, or None when absent
+    or neither word."""
+    raw = headers.get("x-should-retry")
+    if raw is None:
+        return None
+    return {"true": True, "false": False}.get(raw.strip().lower())
+
+
 def retry_after_ms(headers: Mapping[str, str], *, clock: Clock) -> int | None:
-    """`retry-after-ms`, else `retry-after` as seconds or an HTTP date; None when absent or bad."""
+    """`retry-after-ms`, else `retry-after` as seconds or an HTTP date; None when absent or bad.
+    Bounded by HINT_LIMIT_MS."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         value = _number(raw_ms)
         if value is not None:
-            return int(value)
+            return min(int(value), HINT_LIMIT_MS)
     raw = headers.get("retry-after")
     if raw is None:
         return None
     seconds = _number(raw)
     if seconds is not None:
-        return int(seconds * 1000)
+        return min(int(seconds * 1000), HINT_LIMIT_MS)
     try:
         when = parsedate_to_datetime(raw.strip())
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None or when.tzinfo is None:
         return None
-    return max(0, int((when.timestamp() - clock.now()) * 1000))
+    return min(max(0, int((when.timestamp() - clock.now()) * 1000)), HINT_LIMIT_MS)
 
 
 def reset_at_ms(headers: Mapping[str, str], *, clock: Clock) -> int | None:
@@ -290,12 +304,12 @@ def reset_at_ms(headers: Mapping[str, str], *, clock: Clock) -> int | None:
             remaining = headers.get(lower[: -len("reset")] + "remaining")
         elif lower.startswith("x-ratelimit-reset-"):
             duration = _duration_ms(value)
-            at = None if duration is None else int(clock.now() * 1000) + duration
+            at = None if duration is None else int(clock.now() * 1000) + min(duration, HINT_LIMIT_MS)
             remaining = headers.get("x-ratelimit-remaining-" + lower[len("x-ratelimit-reset-") :])
         else:
             continue
         if at is not None:
-            resets.append((remaining != "0", at))
+            resets.append((remaining != "0", min(at, int(clock.now() * 1000) + HINT_LIMIT_MS)))
     return min(resets)[1] if resets else None
 
 
@@ -319,7 +333,7 @@ def _duration_ms(value: str) -> int | None:
 def _number(raw: str) -> float | None:
     try:
         value = float(raw.strip())
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
     return value if math.isfinite(value) and value >= 0 else None
 

@@ -157,6 +157,8 @@ class OpenAIDecoder:
                 items.append(TextDelta(str(content)))
             for call in delta.get("tool_calls") or ():
                 self._accumulate(call)
+            if choice.get("finish_reason") == "error":
+                raise self._finished_in_error(payload, choice)
             if choice.get("finish_reason"):
                 self._finish_reason = str(choice["finish_reason"])
                 items.extend(self._complete_tool_calls())
@@ -184,6 +186,23 @@ class OpenAIDecoder:
             calls.append(ToolCall(slot["id"], slot["name"], arguments))
         self._tools.clear()
         return calls
+
+    def _finished_in_error(self, payload: dict[str, Any], choice: dict[str, Any]) -> ProviderFailure:
+        """`finish_reason: "error"` (OpenRouter and other gateways): the generation failed, so the
+        turn is a failure, never a finished answer. An error object beside it is the evidence."""
+        error = choice.get("error")
+        if isinstance(error, dict):
+            return stream_error_failure(
+                provider_id=self._provider_id, model=self._model, payload={"error": error}, status=None
+            )
+        return wire_failure(
+            provider_id=self._provider_id,
+            model=self._model,
+            kind=Kind.TRUNCATED,
+            phase=Phase.STREAM,
+            detail='the provider ended the stream with finish_reason "error"',
+            excerpt=json.dumps(payload)[:1024],
+        )
 
     def _turn_end(self) -> TurnEnd:
         reason = self._finish_reason or "stop"

@@ -36,7 +36,8 @@ def turn_budget(
     *, loop: RetryLoop | None, target_name: str, turn_started_at: float
 ) -> Budget:
     """What the turn has spent: the loop's budget, or (before any retry) a fresh one in which the
-    failed call was the turn's first attempt and the deadline counts from when the turn started."""
+    failed call was its own first attempt and the turn cap counts from when the turn started (the
+    call's deadline starts when the judge records the failure)."""
     if loop is not None:
         return Budget.from_dict(loop.budget)
     budget = Budget(
@@ -63,17 +64,21 @@ def loop_schedule(
     *,
     loop: RetryLoop,
     decision: Decision,
+    budget: Budget,
     provider: str,
     model: str,
     previous_target: str,
 ) -> None:
-    """Persist a decision to retry: the loop waits, the banner shows (or moves on), and the
-    attempt is enqueued for ``decision.retry_at`` once this transaction commits."""
+    """Persist a decision to retry: the loop waits with the judged ``budget``, the banner shows
+    (or moves on), and the attempt is enqueued for ``decision.retry_at`` once this transaction
+    commits."""
     next_target = decision.target or previous_target
     loop.state = State.WAITING
-    loop.attempt = decision.attempt
+    # The claim's sequence number only grows, even when a later model call of the turn starts its
+    # own ladder at "attempt 1" again: a stale task of an earlier call can never claim this one.
+    loop.attempt = max(loop.attempt + 1, decision.attempt)
     loop.max_attempts = decision.max_attempts
-    loop.budget = Budget.from_dict(loop.budget).record_wait(decision.wait_s).to_dict()
+    loop.budget = budget.record_wait(decision.wait_s).to_dict()
     loop.target_name = next_target
     loop.next_attempt_at = datetime.fromtimestamp(decision.retry_at, tz=UTC)
     loop.last_code = str(decision.classification.code)
@@ -104,6 +109,21 @@ def loop_claim(*, loop_id: int, attempt: int) -> RetryLoop | None:
     loop.budget = Budget.from_dict(loop.budget).record_attempt(target=loop.target_name).to_dict()
     loop.save(update_fields=["budget"])
     return loop
+
+
+def loop_call_succeeded(*, generation: PromptGeneration) -> None:
+    """A model call of a retried turn reached its terminal event: the turn's next call gets a
+    ladder of its own (attempts and deadline), the turn cap keeps counting."""
+    with transaction.atomic():
+        loop = (
+            RetryLoop.objects.select_for_update()
+            .filter(generation=generation, state=State.RUNNING)
+            .first()
+        )
+        if loop is None:
+            return
+        loop.budget = Budget.from_dict(loop.budget).record_call_success().to_dict()
+        loop.save(update_fields=["budget", "updated_at"])
 
 
 def loop_end(*, loop: RetryLoop, state: str) -> None:

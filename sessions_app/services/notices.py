@@ -35,7 +35,8 @@ def notice_upsert(
     """Show (or move on) the session's one retry banner for a waiting loop.
 
     Returns None without writing when the loop is no longer live: a late failure that arrives after
-    the loop was retired (success, cancel, stop) must not bring the banner back.
+    the loop was retired (success, cancel, stop) must not bring the banner back. Returns None, and
+    logs, when the write itself failed: a banner is never worth failing the turn for.
     """
     fields = {
         "loop": loop,
@@ -48,24 +49,35 @@ def notice_upsert(
         "retry_at": datetime.fromtimestamp(retry_at, tz=UTC),
         "switched_target": switched_target,
     }
-    with transaction.atomic():
-        session = Session.objects.select_for_update().get(pk=loop.session_id)
-        live = RetryLoop.objects.filter(pk=loop.pk, state__in=RetryLoop.LIVE_STATES).exists()
-        if not live:
-            return None
-        existing = list(RetryNotice.objects.filter(session=session).order_by("-updated_at", "-id"))
-        if existing:
-            notice, duplicates = existing[0], existing[1:]
-            if duplicates:
-                _delete_notices(session=session, ids=[d.pk for d in duplicates])
-            for name, value in fields.items():
-                setattr(notice, name, value)
-            notice.save()
-        else:
-            notice = RetryNotice.objects.create(session=session, **fields)
-        event_append(
-            session=session, type=event_names.NOTICE_UPSERTED, payload={"notice": notice_dict(notice)}
-        )
+    try:
+        with transaction.atomic():  # a savepoint: a failed write leaves the caller's work intact
+            notice = _notice_write(loop=loop, fields=fields)
+    except DatabaseError:
+        # Non-fatal (requirements AC .25): the retry stays scheduled without its banner, and no
+        # second notice is created when the existing one could not be read or updated.
+        logger.warning("writing the retry notice of loop %s failed", loop.pk, exc_info=True)
+        return None
+    return notice
+
+
+def _notice_write(*, loop: RetryLoop, fields: dict) -> RetryNotice | None:
+    session = Session.objects.select_for_update().get(pk=loop.session_id)
+    live = RetryLoop.objects.filter(pk=loop.pk, state__in=RetryLoop.LIVE_STATES).exists()
+    if not live:
+        return None
+    existing = list(RetryNotice.objects.filter(session=session).order_by("-updated_at", "-id"))
+    if existing:
+        notice, duplicates = existing[0], existing[1:]
+        if duplicates:
+            _delete_notices(session=session, ids=[d.pk for d in duplicates])
+        for name, value in fields.items():
+            setattr(notice, name, value)
+        notice.save()
+    else:
+        notice = RetryNotice.objects.create(session=session, **fields)
+    event_append(
+        session=session, type=event_names.NOTICE_UPSERTED, payload={"notice": notice_dict(notice)}
+    )
     return notice
 
 

@@ -146,6 +146,26 @@ def test_a_diagnostic_line_that_matches_the_error_still_allows_the_retry(chat, o
     assert answers.last().text == "Mock agent reply to: plan the sprint"
 
 
+def test_a_retried_attempt_that_prints_its_diagnostic_again_keeps_the_one_banner(
+    chat, owner, clock
+):
+    generation = run_prompt(chat, owner, "/diag-matched:2 plan the sprint", clock)
+    first = session_snapshot(session=chat)["notice"]
+
+    generation = run_retry(generation, clock)  # prints the 529 line again, then fails again
+
+    assert generation.state == State.WAITING_RETRY
+    second = session_snapshot(session=chat)["notice"]
+    assert (second["id"], second["attempt"]) == (first["id"], 2)  # updated in place
+    assert RetryNotice.objects.filter(session=chat).count() == 1
+    assert event_kinds(chat, "notice.") == ["notice.upserted", "notice.upserted"]
+
+    generation = run_retry(generation, clock)
+
+    assert generation.state == State.SUCCEEDED
+    assert event_kinds(chat, "notice.") == ["notice.upserted"] * 2 + ["notice.deleted"]
+
+
 def test_a_diagnostic_line_that_disagrees_with_the_error_is_manual(chat, owner, clock):
     generation = run_prompt(chat, owner, "/diag-mismatched:1 plan the sprint", clock)
 
