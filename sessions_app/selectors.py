@@ -123,7 +123,12 @@ def notice_dict(notice: RetryNotice) -> dict[str, Any]:
 
 
 def session_notice(*, session: Session) -> dict[str, Any] | None:
-    notice = RetryNotice.objects.filter(session=session).order_by("-updated_at", "-id").first()
+    """The session's live retry banner; retired notices are kept for the admin, never shown."""
+    notice = (
+        RetryNotice.objects.live().filter(session=session)
+        .order_by("-updated_at", "-id")
+        .first()
+    )
     return notice_dict(notice) if notice is not None else None
 
 
