@@ -7,9 +7,10 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 UV_VERSION := 0.13.9
-# Re-sync only when the lock or the project file changes: the stamp's name carries their hash.
+# Re-sync only when the lock or the project file changes: the stamp's name carries their hash
+# (and "pyc": a .venv synced before bytecode was compiled at install is synced once more).
 LOCK_HASH := $(shell cat uv.lock pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
-STAMP := $(VENV)/.synced-$(LOCK_HASH)
+STAMP := $(VENV)/.synced-$(LOCK_HASH)-pyc
 # The agent CLIs (Claude Code, Codex, Gemini CLI) come from package-lock.json through `npm ci`, into
 # node_modules/ here: never a global install, nothing fetched when a turn runs. Same stamp idea.
 NPM_LOCK_HASH := $(shell cat package-lock.json package.json 2>/dev/null | sha256sum | cut -c1-16)
@@ -48,6 +49,9 @@ $(NPM_STAMP): package-lock.json package.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# --compile-bytecode: with PYTHONDONTWRITEBYTECODE set (as on our machines and in the image)
+# nothing else writes .pyc files, and every process start compiled its imports again: seconds of
+# Daphne's first send_task went to compiling kombu's Redis transport.
 $(STAMP): uv.lock pyproject.toml
 	@if ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then \
 	  python=""; \
@@ -69,7 +73,7 @@ $(STAMP): uv.lock pyproject.toml
 	  $(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip --upgrade >/dev/null; \
 	  $(PY) -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"; \
 	fi
-	$(VENV)/bin/uv sync --frozen --python $(PY)
+	$(VENV)/bin/uv sync --frozen --compile-bytecode --python $(PY)
 	@rm -f $(VENV)/.synced-*
 	@touch $@
 

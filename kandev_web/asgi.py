@@ -10,7 +10,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from kandev_web.celery import app as celery_app  # noqa: E402
+from kandev_web.warmup import broker_warm_up  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+
+# The first prompt must not pay for the broker transport's import and connection.
+broker_warm_up(celery_app)
 
 application = ProtocolTypeRouter(
     {
