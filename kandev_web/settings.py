@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from kandev_web.logfilters import QUIET_LOGGERS
 from recovery.budget import RetrySettings
 from recovery.hosts import HostAllowlist
 
@@ -345,11 +346,21 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     # The ACP SDK logs on the root logger itself; see the filter's docstring for what it drops.
-    "filters": {"acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"}},
+    "filters": {
+        "acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"},
+        # Idle sweeps (nothing found) log at DEBUG: see kandev_web/logfilters.py.
+        "quiet_sweeps": {
+            "()": "kandev_web.logfilters.QuietPeriodicTasks",
+            "task_names": [entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()],
+        },
+    },
     "root": {
         "handlers": ["console"],
         "level": env_str("LOG_LEVEL", "INFO"),
         "filters": ["acp_sdk_noise"],
     },
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "django.channels.server": {"level": "WARNING"},
+        **{name: {"filters": ["quiet_sweeps"]} for name in QUIET_LOGGERS},
+    },
 }
