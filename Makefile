@@ -25,7 +25,7 @@ PYTEST_ARGS ?=
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker highlight-css
+.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker superuser highlight-css
 
 help:
 	@echo "make run           start the app (embedded Postgres/Redis unless DATABASE_URL/REDIS_URL are set)"
@@ -38,6 +38,7 @@ help:
 	@echo "make lint          ruff check"
 	@echo "make shell         Django shell against the running app's services"
 	@echo "make worker        an extra Celery worker against the running app's services"
+	@echo "make superuser     create an admin (staff) login of your own, asked for interactively"
 	@echo "make highlight-css regenerate static/css/highlight.css (code colours) from Pygments"
 	@echo "make install       sync .venv with uv.lock and node_modules with package-lock.json (run by the others)"
 
@@ -112,6 +113,9 @@ highlight-css: install
 
 shell: install
 	$(PY) manage.py shell
+
+superuser: install
+	$(PY) manage.py createsuperuser
 
 worker: install
 	$(PY) -m celery -A kandev_web worker --loglevel INFO

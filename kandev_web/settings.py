@@ -281,6 +281,8 @@ if KANDEV_AGENT_EXIT_GRACE_S < 0:
     )
 # `seed_demo` uses it for the demo account when set (else --password, else a generated one).
 KANDEV_DEMO_PASSWORD = os.environ.get("KANDEV_DEMO_PASSWORD", "")
+# The local staff login `admin` that seed_demo makes when set (`make run` sets it).
+KANDEV_ADMIN_PASSWORD = os.environ.get("KANDEV_ADMIN_PASSWORD", "")
 
 # The mock provider server that `make run` starts and the demo target points at.
 KANDEV_MOCK_PROVIDER_URL = env_str("KANDEV_MOCK_PROVIDER_URL", "http://127.0.0.1:8765")
