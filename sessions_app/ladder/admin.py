@@ -47,6 +47,12 @@ def _between(start: datetime | None, end: datetime | None) -> str:
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
+    @admin.display(description="session", ordering="session__title")
+    def session_title(self, row) -> str:
+        # A plain column, not the foreign key itself: the admin never wraps a foreign key's
+        # cell, and one long title pushed the list past 1280 px.
+        return row.session.title
+
     def has_add_permission(self, request):
         return False
 
@@ -75,7 +81,7 @@ class NoticeStateFilter(admin.SimpleListFilter):
 @admin.register(RetryNotice)
 class RetryNoticeAdmin(ReadOnlyAdmin):
     list_display = (
-        "id", "session", "state", "reason", "target", "attempt_of", "retry_time", "shown",
+        "id", "session_title", "state", "reason", "target", "attempt_of", "retry_time", "shown",
         "retired_because", "retired_by_loop",
     )  # fmt: skip
     list_filter = (
@@ -147,7 +153,7 @@ def loop_outcome(loop: RetryLoop) -> str:
 @admin.register(RetryLoop)
 class RetryLoopAdmin(ReadOnlyAdmin):
     list_display = (
-        "id", "session", "generation", "outcome", "target_name", "last_code", "next_attempt",
+        "id", "session_title", "generation", "outcome", "target_name", "last_code", "next_attempt",
         "started", "lasted",
     )  # fmt: skip
     list_filter = (
@@ -188,8 +194,7 @@ class RetryLoopAdmin(ReadOnlyAdmin):
 class AttemptRecordAdmin(ReadOnlyAdmin):
     # The narrow columns a list needs; phase, kind, rule and byte counts are on each record's page.
     list_display = (
-        "when", "session", "generation", "attempt", "target", "code", "decision", "wait",
-        "first_token",
+        "when", "session_title", "call", "target", "code", "decision", "wait", "first_token",
     )  # fmt: skip
     list_filter = (
         "decision", "code", "target", "exposure",
@@ -204,6 +209,11 @@ class AttemptRecordAdmin(ReadOnlyAdmin):
         "output_tokens", "when",
     )  # fmt: skip
     fields = readonly_fields
+
+    @admin.display(description="call", ordering="attempt")
+    def call(self, record: AttemptRecord) -> str:
+        """Which provider call of which prompt turn: "turn 3 · call 2"."""
+        return f"turn {record.generation.number} · call {record.attempt}"
 
     @admin.display(description="when", ordering="created_at")
     def when(self, record: AttemptRecord) -> str:

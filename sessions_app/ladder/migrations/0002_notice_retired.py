@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='retrynotice',
             name='retired_reason',
-            field=models.CharField(blank=True, choices=[('recovered', 'Provider recovered (the retried call answered)'), ('succeeded', 'Turn succeeded'), ('exhausted', 'Retries used up'), ('failed', 'Turn failed'), ('cancelled', 'Cancelled by a viewer'), ('stopped', 'Stopped by a viewer'), ('replaced', 'Replaced (new prompt, start fresh or target change)'), ('duplicate', 'Duplicate consolidated'), ('cleanup', 'Swept: its loop had already ended')], max_length=20),
+            field=models.CharField(blank=True, choices=[('recovered', 'Provider recovered (the retried call answered)'), ('succeeded', 'Turn succeeded'), ('exhausted', 'Retries used up'), ('failed', 'Turn failed'), ('cancelled', 'Cancelled or stopped by a viewer'), ('replaced', 'Replaced (new prompt, start fresh or target change)'), ('duplicate', 'Duplicate consolidated'), ('cleanup', 'Swept: its loop had already ended')], max_length=20),
         ),
         migrations.AddIndex(
             model_name='retrynotice',

@@ -39,7 +39,7 @@ def test_a_retired_notice_is_listed_with_when_why_and_which_loop(staff, retired)
     page = staff.get("/admin/ladder/retrynotice/").content.decode()
 
     assert "Provider overloaded" in page and ">Retired<" in page
-    assert "Cancelled by a viewer" in page and f"loop {retired.loop_id}" in page
+    assert "Cancelled or stopped by a viewer" in page and f"loop {retired.loop_id}" in page
 
 
 @pytest.mark.parametrize(
