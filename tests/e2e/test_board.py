@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from tests.e2e.retry_watch import page_seen, watch_page
 from tests.e2e.test_live_session import assert_fits_a_phone, open_session, send, wait_for_answer
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -158,6 +159,28 @@ def test_the_session_page_reaches_the_other_sessions(stack, request, screen):
     link.click()
     page.wait_for_url(f"**/sessions/{there}/")
     assert page.locator(".session-heading").inner_text() == f"There {screen}"
+
+
+def test_the_readme_example_shows_its_banner_every_time_in_one_session(stack, desktop, phone):
+    """README: `[[mock:overloaded:2]] tell me a joke` fails twice, then answers; sent again in the
+    same session it does the same (the mock counts per conversation and starts a played script
+    over), on both screens."""
+    session_id = stack.new_session("README example")
+    for page in (desktop, phone):
+        open_session(page, session_id)
+    for _ in range(2):
+        for page in (desktop, phone):
+            watch_page(page)
+        answers = desktop.locator("#transcript .msg--assistant").count()
+        send(desktop, "[[mock:overloaded:2]] tell me a joke")
+        for page in (desktop, phone):
+            page.wait_for_function(
+                f"() => document.querySelectorAll('#transcript .msg--assistant').length > {answers}",
+                timeout=60_000,
+            )
+            wait_for_answer(page)
+            attempts = page_seen(page)["attempts"]
+            assert "(attempt 1 of 5)" in attempts and "(attempt 2 of 5)" in attempts, attempts
 
 
 def test_the_admins_notice_and_attempt_lists_fit_1280_px(stack, browser):
