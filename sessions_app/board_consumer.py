@@ -18,7 +18,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from sessions_app.events import board_group_name
-from sessions_app.frames import board_frame
+from sessions_app.frames import board_frame, frame_parts
 from sessions_app.selectors import BOARD_SEARCH_MAX_CHARS, board_columns
 
 CLOSE_UNAUTHENTICATED = 4401
@@ -72,7 +72,9 @@ class BoardConsumer(AsyncWebsocketConsumer):
         frame = await database_sync_to_async(_board_frame)(
             user=self.scope["user"], query=self.query, archived=self.archived
         )
-        await self.send(text_data=frame)
+        # A big board goes in parts under the transport's frame limit (live.js joins them).
+        for part in frame_parts(frame):
+            await self.send(text_data=part)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """The board takes no commands; anything a client sends is ignored (live.js may send a

@@ -41,6 +41,14 @@ NOT_FOUND = "No such session."
 TASK_NOT_FOUND = "No such task."
 
 
+def login_locked_out(request: HttpRequest, *_axes_args: object) -> HttpResponse:
+    """django-axes' lockout answer for both logins (AXES_LOCKOUT_CALLABLE). Axes calls it with two
+    or three arguments depending on the request path; none of them is needed here."""
+    minutes = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
+    context = {"cooloff_minutes": minutes}
+    return render(request, "registration/locked_out.html", context, status=429)
+
+
 def _session_or_404(request: HttpRequest, session_id: int) -> Session:
     try:
         return session_for_user(user=request.user, session_id=session_id)
@@ -129,7 +137,8 @@ def session_new(request: HttpRequest) -> HttpResponse:
             task=task,
         )
     except InvalidInput as error:
-        form.add_error(error.field if error.field in form.fields else None, error.message)
+        field = error.field if error.field in form.fields else None
+        form.add_error(field, f"{error.field.capitalize()} {error.message}.")
         return _board(request, form, status=422)
     return redirect("session_detail", session_id=session.pk)
 
