@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from kandev_web.logfilters import QUIET_LOGGERS
 from kandev_web.secret_key import secret_key
 from recovery.budget import RetrySettings
 from recovery.hosts import HostAllowlist
@@ -309,6 +310,8 @@ if KANDEV_AGENT_EXIT_GRACE_S < 0:
     )
 # `seed_demo` uses it for the demo account when set (else --password, else a generated one).
 KANDEV_DEMO_PASSWORD = os.environ.get("KANDEV_DEMO_PASSWORD", "")
+# The local staff login `admin` that seed_demo makes when set (`make run` sets it).
+KANDEV_ADMIN_PASSWORD = os.environ.get("KANDEV_ADMIN_PASSWORD", "")
 
 # The mock provider server that `make run` starts and the demo target points at.
 KANDEV_MOCK_PROVIDER_URL = env_str("KANDEV_MOCK_PROVIDER_URL", "http://127.0.0.1:8765")
@@ -433,11 +436,21 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     # The ACP SDK logs on the root logger itself; see the filter's docstring for what it drops.
-    "filters": {"acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"}},
+    "filters": {
+        "acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"},
+        # Idle sweeps (nothing found) log at DEBUG: see kandev_web/logfilters.py.
+        "quiet_sweeps": {
+            "()": "kandev_web.logfilters.QuietPeriodicTasks",
+            "task_names": [entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()],
+        },
+    },
     "root": {
         "handlers": ["console"],
         "level": env_str("LOG_LEVEL", "INFO"),
         "filters": ["acp_sdk_noise"],
     },
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "django.channels.server": {"level": "WARNING"},
+        **{name: {"filters": ["quiet_sweeps"]} for name in QUIET_LOGGERS},
+    },
 }

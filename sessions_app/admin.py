@@ -21,6 +21,10 @@ from sessions_app.services import target_fields_check
 from sessions_app.target_rules import target_problems
 from sessions_app.text_rules import name_problem
 
+# The app list beside every page took 300 of 1280 px and squeezed the ladder's lists until their
+# tables scrolled sideways; Home and the breadcrumbs reach every list as well.
+admin.site.enable_nav_sidebar = False
+
 
 class TargetFallbackInline(admin.TabularInline):
     model = TargetFallback

@@ -94,11 +94,14 @@ class Task(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks")
     title = models.CharField(max_length=200)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    # Archived tasks leave the board (they are listed under "Archived") and keep everything.
+    archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["owner", "archived_at"])]
 
     def __str__(self) -> str:
         return self.title

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0005_apitoken_expiry_revocation'),
+        ('sessions_app', '0006_board_task_archived'),
     ]
 
     operations = [

@@ -23,7 +23,7 @@ from recovery.policy import Action, Decision
 from recovery.replay import ReplayFacts
 from recovery.taxonomy import Evidence
 from sessions_app.enqueue import attempt_enqueue
-from sessions_app.ladder.models import RetryLoop
+from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import PromptGeneration
 from sessions_app.services.generations import generation_await_retry, generation_retry_claim
 from sessions_app.services.loops import (
@@ -129,7 +129,9 @@ def attempt_committed(*, generation_id: int) -> None:
     """The retried call reached the viewer: the provider recovered, so the banner goes now."""
     loop = RetryLoop.objects.filter(generation_id=generation_id, state=State.RUNNING).first()
     if loop is not None:
-        notices_retire(session_id=loop.session_id)
+        notices_retire(
+            session_id=loop.session_id, reason=RetryNotice.Retired.RECOVERED, by=loop
+        )
 
 
 def ladder_sweep() -> int:

@@ -20,7 +20,11 @@ from recovery.telemetry import emit_attempt
 from sessions_app.enqueue import attempt_enqueue
 from sessions_app.ladder.models import AttemptRecord, RetryLoop
 from sessions_app.models import PromptGeneration
-from sessions_app.services.notices import notice_upsert, notices_retire
+from sessions_app.services.notices import (
+    notice_upsert,
+    notices_retire,
+    retire_reason_for_loop_end,
+)
 
 State = RetryLoop.State
 # A scheduled attempt this much past its time is presumed lost with its worker and re-enqueued.
@@ -131,7 +135,9 @@ def loop_end(*, loop: RetryLoop, state: str) -> None:
         state=state, next_attempt_at=None, ended_at=timezone.now(), updated_at=timezone.now()
     )
     loop.state = state
-    notices_retire(session_id=loop.session_id)
+    notices_retire(
+        session_id=loop.session_id, reason=retire_reason_for_loop_end(state), by=loop
+    )
 
 
 def loop_finish(*, generation_id: int, state: str) -> None:
@@ -157,7 +163,7 @@ def loops_disarm(*, session_id: int, state: str = State.DISARMED) -> list[RetryL
         )
         for loop in loops:
             loop_end(loop=loop, state=state)
-        notices_retire(session_id=session_id)
+        notices_retire(session_id=session_id, reason=retire_reason_for_loop_end(state))
     return loops
 
 

@@ -47,7 +47,7 @@ def test_an_overloaded_agent_waits_visibly_and_the_whole_prompt_recovers_in_a_ne
     assert generation.state == State.SUCCEEDED
     assert chat.state == Session.State.IDLE
     assert session_snapshot(session=chat)["notice"] is None
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
     assert RetryLoop.objects.get(generation=generation).state == RetryLoop.State.SUCCEEDED
     # Three prompts, each the person's own text, each to a freshly started agent process.
     assert prompts_received(agent_state) == ["/overloaded:2 summarise the notes"] * 3
