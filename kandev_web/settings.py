@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 from django.core.exceptions import ImproperlyConfigured
 
 from recovery.budget import RetrySettings
+from recovery.health import HealthSettings
 from recovery.hosts import HostAllowlist
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -244,6 +245,21 @@ try:
     KANDEV_RETRY = RetrySettings.from_env(os.environ)
 except ValueError as error:
     raise ImproperlyConfigured(str(error)) from None
+
+# Shared provider health (recovery/health.py), kept in Redis for every worker: the circuit
+# (KANDEV_CIRCUIT_ENABLED, _FAILURES, _WINDOW_S, _OPEN_S, _OPEN_MAX_S, _PROBE_TIMEOUT_S) and the
+# per-target retry budget (KANDEV_RETRY_BUDGET_RATIO, _FLOOR; KANDEV_RETRY_AFTER_CAP_S). Parsed
+# here, so a bad value stops start-up.
+try:
+    KANDEV_HEALTH = HealthSettings.from_env(os.environ)
+except ValueError as error:
+    raise ImproperlyConfigured(str(error)) from None
+# The namespace of this deployment's shared keys in Redis (provider health, metrics).
+KANDEV_REDIS_PREFIX = env_str("KANDEV_REDIS_PREFIX", f"{env_str('KANDEV_CHANNEL_PREFIX', 'kandev')}")
+if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", KANDEV_REDIS_PREFIX):
+    raise ImproperlyConfigured(
+        f"KANDEV_REDIS_PREFIX must be 1-64 letters, digits, '_', '.' or '-', got {KANDEV_REDIS_PREFIX!r}"
+    )
 
 # ACP agents: each session gets its own working directory under this root.
 KANDEV_ACP_WORKDIR = Path(
