@@ -151,6 +151,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "kandev_web.middleware.request_id_middleware",
 ]
 
 ROOT_URLCONF = "kandev_web.urls"
@@ -261,6 +262,12 @@ if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", KANDEV_REDIS_PREFIX):
         f"KANDEV_REDIS_PREFIX must be 1-64 letters, digits, '_', '.' or '-', got {KANDEV_REDIS_PREFIX!r}"
     )
 
+# /metrics for a scraper: `Authorization: Bearer <token>` (staff sessions need none). Empty: only
+# staff sessions. A short token is refused at start-up: it would be guessable.
+KANDEV_METRICS_TOKEN = os.environ.get("KANDEV_METRICS_TOKEN", "")
+if KANDEV_METRICS_TOKEN and len(KANDEV_METRICS_TOKEN) < 24:
+    raise ImproperlyConfigured("KANDEV_METRICS_TOKEN must be at least 24 characters when set")
+
 # ACP agents: each session gets its own working directory under this root.
 KANDEV_ACP_WORKDIR = Path(
     env_str("KANDEV_ACP_WORKDIR", str(Path(tempfile.gettempdir()) / "kandev-acp"))
@@ -355,11 +362,20 @@ def provider_hosts(name: str, default: list[str]) -> HostAllowlist:
 KANDEV_PROVIDER_KEY_ENVS = provider_key_envs("KANDEV_PROVIDER_KEY_ENVS", DEFAULT_PROVIDER_KEY_ENVS)
 KANDEV_PROVIDER_HOSTS = provider_hosts("KANDEV_PROVIDER_HOSTS", DEFAULT_PROVIDER_HOSTS)
 
+# Logs: one JSON object per line with request and turn ids, redacted (recovery/logs.py), or
+# KANDEV_LOG_FORMAT=plain for a person reading a terminal.
+KANDEV_LOG_FORMAT = env_str("KANDEV_LOG_FORMAT", "json")
+if KANDEV_LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"KANDEV_LOG_FORMAT must be json or plain, got {KANDEV_LOG_FORMAT!r}")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "recovery.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": KANDEV_LOG_FORMAT}},
     # The ACP SDK logs on the root logger itself; see the filter's docstring for what it drops.
     "filters": {"acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"}},
     "root": {

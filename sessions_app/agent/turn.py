@@ -26,6 +26,7 @@ from recovery.clock import Clock
 from recovery.guard import CancelToken
 from recovery.health import Admission
 from recovery.judge import CallStats
+from recovery.logs import bound
 from recovery.replay import ReplayFacts
 from recovery.taxonomy import Evidence
 from sessions_app.agent.coalescer import StreamWriter
@@ -126,6 +127,11 @@ class Turn:
             attempt_committed(generation_id=self.generation.pk)
 
     def execute(self, driver: Driver, *, stop_poll_interval_s: float) -> None:
+        # Every log line of the turn carries its id: generation and attempt.
+        with bound(turn_id=f"{self.generation.pk}:{self.attempt}"):
+            self._execute(driver, stop_poll_interval_s=stop_poll_interval_s)
+
+    def _execute(self, driver: Driver, *, stop_poll_interval_s: float) -> None:
         # Every worker shares the target's health: while it is unwell (circuit open, a probe in
         # flight, a Retry-After, the retry budget spent) the call waits instead of being made.
         admission = health_admit(

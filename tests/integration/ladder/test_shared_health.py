@@ -23,7 +23,7 @@ from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration
 from sessions_app.selectors import session_snapshot
 from sessions_app.services import prompt_submit
-from sessions_app.services.health import health_admit, health_read
+from sessions_app.services.health import health_admit, health_failure, health_read
 from tests.support.factories import SessionFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("celery_queue")]
@@ -217,8 +217,6 @@ def test_the_targets_retry_budget_spaces_retries_out(
 
 
 def test_two_workers_asking_at_once_after_the_open_time_make_exactly_one_probe(health):
-    from sessions_app.services.health import health_failure
-
     now = 1_800_000_000.0
     for offset in range(3):
         health_failure(target_name="Mock", now=now + offset, code="provider_overloaded")
