@@ -189,7 +189,26 @@ CHANNEL_LAYERS = {
     }
 }
 
-CELERY_BROKER_URL = REDIS["celery"]
+
+BROKER_SCHEMES = ("redis", "rediss", "redis+socket", "amqp", "amqps", "pyamqp")
+
+
+def broker_url(raw: str | None, *, redis_default: str) -> str:
+    """The Celery broker: Redis (the default, `make run`'s embedded one) or RabbitMQ."""
+    url = raw or redis_default
+    scheme = urlparse(url).scheme
+    if scheme not in BROKER_SCHEMES:
+        raise ImproperlyConfigured(
+            f"KANDEV_BROKER_URL must be a redis:// or amqp:// URL (RabbitMQ), got scheme {scheme!r}"
+        )
+    return url
+
+
+# KANDEV_BROKER_URL=amqp://user:pass@host:5672/vhost runs the tasks through RabbitMQ: a worker
+# that dies returns its unacknowledged messages (acks_late) the moment its connection drops,
+# where Redis hides them until the visibility timeout. Unset: Redis, as REDIS_URL names it.
+CELERY_BROKER_URL = broker_url(os.environ.get("KANDEV_BROKER_URL"), redis_default=REDIS["celery"])
+KANDEV_BROKER_IS_RABBITMQ = urlparse(CELERY_BROKER_URL).scheme in ("amqp", "amqps", "pyamqp")
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -199,7 +218,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("KANDEV_TASK_SOFT_TIME_LIMIT", 900)
 CELERY_TASK_TIME_LIMIT = env_int("KANDEV_TASK_TIME_LIMIT", 960)
 CELERY_TASK_DEFAULT_QUEUE = env_str("KANDEV_CELERY_QUEUE", "kandev")
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 60}
+# Redis only: how long a delivered, unacknowledged message stays hidden before it is handed out
+# again. RabbitMQ needs none: it requeues a dead consumer's messages at once.
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {} if KANDEV_BROKER_IS_RABBITMQ else {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 60}
+)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     # A retry whose scheduled task was lost with its worker is re-enqueued; stale notices retired.

@@ -5,11 +5,14 @@ from devtools/processes.py."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import redis
 
 from devtools.testbed import manage
+from recovery.mock.testing import MockProvider
 
 # kombu's Redis transport keeps each delivered, unacknowledged message in this hash (by delivery
 # tag) until the worker acks it; a SIGKILLed worker's messages stay there for visibility_timeout.
@@ -66,3 +69,58 @@ def unacked_forget(client: redis.Redis, *, queue: str) -> None:
 
 def log_count(path: Path, text: str) -> int:
     return path.read_text(errors="replace").count(text) if path.exists() else 0
+
+
+# The window in which the worker is killed. `manage.py shell` submitting the prompt must also have
+# exited inside it: at a load of 10 on 2 cores that took over 3 s, so the retry had run already.
+RETRY_DELAY_S = 8
+
+SUBMIT = """
+import json
+from django.contrib.auth import get_user_model
+from sessions_app.models import ProviderTarget
+from sessions_app.services import prompt_submit, session_create, target_create
+user = get_user_model().objects.create_user("chaos")
+target = target_create(name="Mock", kind=ProviderTarget.Kind.MOCK)
+session = session_create(owner=user, target=target, title="Worker killed")
+generation = prompt_submit(session=session, user=user, text="/overloaded:1 hi")
+print(json.dumps({"session_id": session.pk, "generation_id": generation.pk}))
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Chaos:
+    env: dict[str, str]
+    queue: str
+    database_url: str
+    mock: MockProvider
+    broker: redis.Redis
+    logs: Path
+
+    def row(self, sql: str, *params) -> tuple | None:
+        with psycopg.connect(self.database_url, autocommit=True) as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def rows(self, sql: str, *params) -> list[tuple]:
+        with psycopg.connect(self.database_url, autocommit=True) as conn:
+            return conn.execute(sql, params).fetchall()
+
+
+def loop_of(chaos: Chaos, generation_id: int) -> tuple | None:
+    return chaos.row(
+        "SELECT id, state, attempt FROM ladder_retryloop WHERE generation_id = %s", generation_id
+    )
+
+
+def generation_state(chaos: Chaos, generation_id: int) -> str:
+    return chaos.row(
+        "SELECT state FROM sessions_app_promptgeneration WHERE id = %s", generation_id
+    )[0]
+
+
+def assistant_messages(chaos: Chaos, session_id: int) -> list[tuple]:
+    return chaos.rows(
+        "SELECT text, incomplete FROM sessions_app_message WHERE session_id = %s"
+        " AND role = 'assistant'",
+        session_id,
+    )
