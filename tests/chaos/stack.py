@@ -40,13 +40,25 @@ def queued_task_ids(client: redis.Redis, *, queue: str) -> set[str]:
     return {json.loads(raw)["headers"]["id"] for raw in client.lrange(queue, 0, -1)}
 
 
-def unacked_restore(client: redis.Redis, *, queue: str) -> set[str]:
-    """Put a dead worker's held messages of ``queue`` back on it, as kombu does once the
-    visibility timeout passes (marked redelivered); returns their task ids."""
+def unacked_tags(client: redis.Redis, *, queue: str) -> set[str]:
+    """Delivery tags of the messages of ``queue`` held unacknowledged right now."""
+    return {
+        tag.decode() if isinstance(tag, bytes) else tag
+        for tag, raw in client.hgetall(UNACKED_KEY).items()
+        if json.loads(raw)[2] == queue
+    }
+
+
+def unacked_restore(client: redis.Redis, *, queue: str, tags: set[str]) -> set[str]:
+    """Put a dead worker's held messages of ``queue`` (its delivery ``tags``, taken when it died)
+    back on it, as kombu does once the visibility timeout passes (marked redelivered); returns
+    their task ids. A live worker's own in-flight messages are left alone: restoring those too
+    would deliver them a second time."""
     restored = set()
     for tag, raw in client.hgetall(UNACKED_KEY).items():
         message, _exchange, routing_key = json.loads(raw)
-        if routing_key != queue:
+        name = tag.decode() if isinstance(tag, bytes) else tag
+        if routing_key != queue or name not in tags:
             continue
         message["headers"]["redelivered"] = True
         message["properties"]["delivery_info"]["redelivered"] = True

@@ -26,6 +26,7 @@ from tests.chaos.stack import (
     queued_task_ids,
     shell_json,
     unacked_restore,
+    unacked_tags,
     unacked_task_ids,
 )
 from tests.integration.web.processes import celery_worker
@@ -69,6 +70,7 @@ def test_a_worker_killed_while_holding_a_retry_does_not_lose_it_and_it_runs_once
         # Killed inside the wait: the retry had not run, and its message died with the worker.
         assert (state, attempt, chaos.mock.count()) == ("waiting", 1, 1)
         assert task_id in unacked_task_ids(chaos.broker, queue=chaos.queue)
+        held_by_the_dead = unacked_tags(chaos.broker, queue=chaos.queue)
         assert task_id not in queued_task_ids(chaos.broker, queue=chaos.queue)
 
         with celery_worker(queue=chaos.queue, env=chaos.env, log_path=second_log):
@@ -87,7 +89,9 @@ def test_a_worker_killed_while_holding_a_retry_does_not_lose_it_and_it_runs_once
             # sweep enqueued one copy and one copy ran the retry, so once the redelivered
             # message is refused too, exactly `sweeps` refusals are in the log.
             refused = f"retry attempt 1 of loop {loop_id} is not due; ignored"
-            assert task_id in unacked_restore(chaos.broker, queue=chaos.queue)
+            assert task_id in unacked_restore(
+                chaos.broker, queue=chaos.queue, tags=held_by_the_dead
+            )
             wait_until(
                 lambda: log_count(second_log, refused) >= sweeps,
                 timeout=20,
