@@ -33,6 +33,7 @@ from sessions_app.services.board import session_state_set
 from sessions_app.services.events import event_append
 from sessions_app.services.loops import loop_finish, loops_disarm
 from sessions_app.services.messages import message_create, message_finish
+from sessions_app.text_rules import text_problem
 
 State = PromptGeneration.State
 
@@ -89,8 +90,11 @@ def prompt_text_clean(text: str) -> str:
     replaced by the credential tier before anything is written: secrets never reach the database,
     the event log, the viewers or a provider in clear.
     """
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
         raise InvalidInput("text", "must not be empty")
+    problem = text_problem(text)
+    if problem is not None:
+        raise InvalidInput("text", problem)
     if len(text) > settings.KANDEV_MAX_PROMPT_CHARS:
         raise InvalidInput("text", f"must be at most {settings.KANDEV_MAX_PROMPT_CHARS} characters")
     return redact_credentials(text.strip())

@@ -8,7 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from recovery import wording
-from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound, StateConflict
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, Session
 from sessions_app.selectors import user_may_view
@@ -76,7 +76,7 @@ def session_recover(*, session: Session, user: AbstractBaseUser, action: str) ->
             Message.objects.filter(session=locked, role=Message.Role.USER).order_by("-id").first()
         )
         if last_prompt is None:
-            raise InvalidInput("action", "there is no prompt to re-run yet")
+            raise StateConflict("action", "there is no prompt to re-run yet")
         loops_disarm(session_id=locked.pk)
         mode = PromptGeneration.Mode.RESUME if action == "resume" else PromptGeneration.Mode.FRESH
         generation = generation_create(session=locked, mode=mode)

@@ -32,7 +32,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 USERNAME, PASSWORD = "viewer", "viewer-pass-123"
-LOG_DIR = Path("/tmp")
+LOG_DIR = Path(os.environ.get("KANDEV_E2E_LOG_DIR", "/tmp"))  # one per helper on a shared machine
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,13 @@ target_create(name="Mock", kind=ProviderTarget.Kind.MOCK, model="mock-1")
 # Module scope: the stack (and its Celery worker, which answers every control ping on this Redis)
 # is gone before other test modules run, e.g. /healthz's "no worker answers" test.
 @pytest.fixture(scope="module")
-def stack() -> Iterator[Stack]:
+def stack_settings() -> dict[str, str]:
+    """Settings a test module gives its whole stack (override it in the module)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def stack(stack_settings) -> Iterator[Stack]:
     base_db = env_str("DATABASE_URL")  # the environment, or what `make run` wrote for its services
     db_name = os.environ.get("KANDEV_TEST_DB_NAME", "test_kandev") + "_e2e"
     mock_port, web_port = free_port(), free_port()
@@ -125,6 +131,7 @@ def stack() -> Iterator[Stack]:
         # failures in 30 s routine: the shared circuit (tests/integration/ladder/
         # test_shared_health.py) would carry one test's overloads into the next one's banner.
         "KANDEV_CIRCUIT_ENABLED": "false",
+        **stack_settings,
     }
     with ExitStack() as cleanup:
         cleanup.callback(database_drop, base_db, db_name)
