@@ -22,6 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from kandev_web.logfilters import QUIET_LOGGERS
 from kandev_web.secret_key import secret_key
 from recovery.budget import RetrySettings
+from recovery.health import HealthSettings
 from recovery.hosts import HostAllowlist
 from recovery.providers.base import StreamTimeouts
 
@@ -148,6 +149,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so every log line of a request carries its id (recovery/logs.py).
+    "kandev_web.middleware.request_id_middleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -195,7 +198,26 @@ CHANNEL_LAYERS = {
     }
 }
 
-CELERY_BROKER_URL = REDIS["celery"]
+
+BROKER_SCHEMES = ("redis", "rediss", "redis+socket", "amqp", "amqps", "pyamqp")
+
+
+def broker_url(raw: str | None, *, redis_default: str) -> str:
+    """The Celery broker: Redis (the default, `make run`'s embedded one) or RabbitMQ."""
+    url = raw or redis_default
+    scheme = urlparse(url).scheme
+    if scheme not in BROKER_SCHEMES:
+        raise ImproperlyConfigured(
+            f"KANDEV_BROKER_URL must be a redis:// or amqp:// URL (RabbitMQ), got scheme {scheme!r}"
+        )
+    return url
+
+
+# KANDEV_BROKER_URL=amqp://user:pass@host:5672/vhost runs the tasks through RabbitMQ: a worker
+# that dies returns its unacknowledged messages (acks_late) the moment its connection drops,
+# where Redis hides them until the visibility timeout. Unset: Redis, as REDIS_URL names it.
+CELERY_BROKER_URL = broker_url(os.environ.get("KANDEV_BROKER_URL"), redis_default=REDIS["celery"])
+KANDEV_BROKER_IS_RABBITMQ = urlparse(CELERY_BROKER_URL).scheme in ("amqp", "amqps", "pyamqp")
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -205,7 +227,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("KANDEV_TASK_SOFT_TIME_LIMIT", 900)
 CELERY_TASK_TIME_LIMIT = env_int("KANDEV_TASK_TIME_LIMIT", 960)
 CELERY_TASK_DEFAULT_QUEUE = env_str("KANDEV_CELERY_QUEUE", "kandev")
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 60}
+# Redis only: how long a delivered, unacknowledged message stays hidden before it is handed out
+# again. RabbitMQ needs none: it requeues a dead consumer's messages at once.
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {} if KANDEV_BROKER_IS_RABBITMQ else {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 60}
+)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     # A retry whose scheduled task was lost with its worker is re-enqueued; stale notices retired.
@@ -274,6 +300,26 @@ KANDEV_STREAM_TIMEOUTS = StreamTimeouts(
     idle_s=env_timeout("KANDEV_IDLE_TIMEOUT", _TIMEOUT_DEFAULTS.idle_s),
     no_progress_s=env_timeout("KANDEV_NO_PROGRESS_TIMEOUT", _TIMEOUT_DEFAULTS.no_progress_s),
 )
+# Shared provider health (recovery/health.py), kept in Redis for every worker: the circuit
+# (KANDEV_CIRCUIT_ENABLED, _FAILURES, _WINDOW_S, _OPEN_S, _OPEN_MAX_S, _PROBE_TIMEOUT_S) and the
+# per-target retry budget (KANDEV_RETRY_BUDGET_RATIO, _FLOOR; KANDEV_RETRY_AFTER_CAP_S). Parsed
+# here, so a bad value stops start-up.
+try:
+    KANDEV_HEALTH = HealthSettings.from_env(os.environ)
+except ValueError as error:
+    raise ImproperlyConfigured(str(error)) from None
+# The namespace of this deployment's shared keys in Redis (provider health, metrics).
+KANDEV_REDIS_PREFIX = env_str("KANDEV_REDIS_PREFIX", f"{env_str('KANDEV_CHANNEL_PREFIX', 'kandev')}")
+if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", KANDEV_REDIS_PREFIX):
+    raise ImproperlyConfigured(
+        f"KANDEV_REDIS_PREFIX must be 1-64 letters, digits, '_', '.' or '-', got {KANDEV_REDIS_PREFIX!r}"
+    )
+
+# /metrics for a scraper: `Authorization: Bearer <token>` (staff sessions need none). Empty: only
+# staff sessions. A short token is refused at start-up: it would be guessable.
+KANDEV_METRICS_TOKEN = os.environ.get("KANDEV_METRICS_TOKEN", "")
+if KANDEV_METRICS_TOKEN and len(KANDEV_METRICS_TOKEN) < 24:
+    raise ImproperlyConfigured("KANDEV_METRICS_TOKEN must be at least 24 characters when set")
 
 # ACP agents: each session gets its own working directory under this root.
 KANDEV_ACP_WORKDIR = Path(
@@ -430,11 +476,20 @@ KANDEV_WS_SYNCS_PER_MINUTE = env_float("KANDEV_WS_SYNCS_PER_MINUTE", 12.0)
 if KANDEV_WS_SYNC_BURST < 1 or KANDEV_WS_SYNCS_PER_MINUTE <= 0:
     raise ImproperlyConfigured("KANDEV_WS_SYNC_BURST must be >= 1, KANDEV_WS_SYNCS_PER_MINUTE > 0")
 
+# Logs: one JSON object per line with request and turn ids, redacted (recovery/logs.py), or
+# KANDEV_LOG_FORMAT=plain for a person reading a terminal.
+KANDEV_LOG_FORMAT = env_str("KANDEV_LOG_FORMAT", "json")
+if KANDEV_LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"KANDEV_LOG_FORMAT must be json or plain, got {KANDEV_LOG_FORMAT!r}")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "recovery.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": KANDEV_LOG_FORMAT}},
     # The ACP SDK logs on the root logger itself; see the filter's docstring for what it drops.
     "filters": {
         "acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"},

@@ -145,6 +145,11 @@ class Budget:
             visited = (*visited, target)
         return replace(self, attempts=self.attempts + 1, visited_targets=visited)
 
+    def unrecord_attempt(self) -> Budget:
+        """Give back an attempt recorded for a call that was never made (the target's shared
+        health held it back before it started)."""
+        return replace(self, attempts=max(self.attempts - 1, 0))
+
     def record_wait(self, seconds: float) -> Budget:
         if _bad_number(seconds) or seconds < 0:
             raise ValueError("a wait must be a non-negative number of seconds")

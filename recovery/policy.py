@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 from recovery.budget import Budget
 from recovery.clock import Clock
-from recovery.taxonomy import Classification, Code, Evidence, Klass
+from recovery.taxonomy import CODE_POLICY, Classification, Code, Confidence, Evidence, Klass
 from recovery.wording import (
+    deferred_message,
     exhausted_message,
     failover_message,
     hard_message,
@@ -223,3 +224,53 @@ _RESETTING = frozenset({Code.RATE_LIMITED, Code.QUOTA_LIMITED})
 
 def _next_fallback(fallbacks: Sequence[str], visited: Sequence[str]) -> str | None:
     return next((target for target in fallbacks if target not in visited), None)
+
+
+def defer_decision(
+    *,
+    budget: Budget,
+    code: Code,
+    reason: str,
+    retry_at: float,
+    current_target: str,
+    clock: Clock,
+) -> Decision:
+    """The target's shared health holds a call back until ``retry_at`` (circuit, Retry-After or
+    the target's retry budget). No call was made, so no attempt is spent; the turn waits, unless
+    the wait would outlast the turn's deadline, and then it is handed back like any turn that ran
+    out of time."""
+    now = clock.now()
+    wait_s = max(retry_at - now, 0.0)
+    classification = classification_of(code)
+    if wait_s > budget.remaining_s(clock=clock):
+        return manual_decision(
+            classification=classification,
+            budget=budget,
+            message=out_of_time_message(code, elapsed_s=budget.elapsed_s(clock=clock)),
+        )
+    attempt = budget.retries + 1
+    return Decision(
+        action=Action.RETRY,
+        classification=classification,
+        wait_s=wait_s,
+        retry_at=now + wait_s,
+        target=current_target,
+        attempt=attempt,
+        max_attempts=budget.settings.max_attempts,
+        message=deferred_message(
+            reason, wait_s=wait_s, attempt=attempt, max_attempts=budget.settings.max_attempts
+        ),
+    )
+
+
+def classification_of(code: Code) -> Classification:
+    """The classification a code stands for when no evidence of its own was judged."""
+    policy = CODE_POLICY[code]
+    return Classification(
+        code=code,
+        klass=policy.klass,
+        confidence=Confidence.HIGH,
+        rule_id=None,
+        catalogue_version="",
+        fallback_eligible=policy.fallback_eligible,
+    )

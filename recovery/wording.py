@@ -264,3 +264,33 @@ def replay_refused_card(
         parts.append("What the agent showed is kept and marked incomplete.")
     parts.append("Resume or start fresh when ready.")
     return with_detail(" ".join(parts), detail)
+
+
+# ---- shared provider health (recovery/health.py): the banner while a whole target is unwell -----
+
+# When the circuit of a target is open, the trouble is not this person's: the banner says so, so
+# nobody retries by hand or thinks their prompt is at fault.
+_SHARED_TROUBLE = {
+    Code.PROVIDER_OVERLOADED: "The provider is overloaded for everyone right now",
+    Code.PROVIDER_UNAVAILABLE: "The provider is down for everyone right now",
+    Code.MODEL_CAPACITY: "The model is at capacity for everyone right now",
+    Code.RATE_LIMITED: "The provider is rate-limiting everyone on this target right now",
+    Code.PROVIDER_RESOURCE_EXHAUSTED: "The provider is out of capacity for everyone right now",
+    Code.NETWORK_UNAVAILABLE: "The provider can't be reached by anyone right now",
+}
+SHARED_TROUBLE_DEFAULT = "The provider is having trouble for everyone right now"
+# The per-target retry budget held a retry back: many turns are retrying at once.
+RETRIES_SPACED_OUT = "Many prompts to this provider are retrying; yours is spaced out to help it"
+
+
+def shared_trouble_reason(code: str) -> str:
+    """The banner's reason while a target's trouble is everyone's (circuit open, Retry-After)."""
+    try:
+        return _SHARED_TROUBLE.get(Code(code), SHARED_TROUBLE_DEFAULT)
+    except ValueError:
+        return SHARED_TROUBLE_DEFAULT
+
+
+def deferred_message(reason: str, *, wait_s: float, attempt: int, max_attempts: int) -> str:
+    """A turn that waits for the target's health before its next call."""
+    return f"{reason}. Retrying in {duration_phrase(wait_s)} (attempt {attempt} of {max_attempts})."

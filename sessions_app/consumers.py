@@ -35,10 +35,12 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from sessions_app import metrics
 from sessions_app.errors import SessionNotFound
 from sessions_app.events import group_name
 from sessions_app.frames import (
@@ -102,6 +104,11 @@ def _catch_up(
     return "snapshot", session_snapshot(session=session)
 
 
+async def _viewers_move(delta: int) -> None:
+    # Off the event loop: a slow Redis must not hold up other sockets of this process.
+    await sync_to_async(metrics.count, thread_sensitive=False)(metrics.CONNECTED_VIEWERS, delta)
+
+
 class SessionConsumer(AsyncWebsocketConsumer):
     session_id: int
     group: str | None = None
@@ -130,12 +137,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
             return
         self.group = group_name(self.session_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        await _viewers_move(1)
         last_seq = _query_last_seq(self.scope.get("query_string", b""))
         await self.sync(after_seq=last_seq)
 
     async def disconnect(self, code: int) -> None:
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            await _viewers_move(-1)
 
     async def sync(self, *, after_seq: int | None) -> None:
         """Bring the browser from ``after_seq`` (None: from nothing) to the present."""

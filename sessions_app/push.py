@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from sessions_app import metrics
 from sessions_app.events import board_group_name, group_name
 
 logger = logging.getLogger(__name__)
@@ -26,7 +28,15 @@ def group_message(*, seq: int, event: str, payload: dict[str, Any]) -> dict[str,
     return {"type": "session.event", "seq": seq, "event": event, "payload": payload}
 
 
-def event_push(*, session_id: int, seq: int, event: str, payload: dict[str, Any]) -> None:
+def event_push(
+    *,
+    session_id: int,
+    seq: int,
+    event: str,
+    payload: dict[str, Any],
+    written_at: float | None = None,
+) -> None:
+    """``written_at``: when the event was written (time.monotonic), for the push latency metric."""
     try:
         layer = get_channel_layer()
         if layer is None:
@@ -36,6 +46,9 @@ def event_push(*, session_id: int, seq: int, event: str, payload: dict[str, Any]
         )
     except Exception:
         logger.warning("push of session %s seq %s failed", session_id, seq, exc_info=True)
+        return
+    if written_at is not None:
+        metrics.observe(metrics.PUSH_LATENCY_SECONDS, time.monotonic() - written_at)
 
 
 def board_push(*, owner_id: int) -> None:

@@ -90,7 +90,12 @@ class AcpDriver:
             return TurnResult.STOPPED
         if isinstance(outcome, PromptCompleted):
             # The whole prompt is this agent's one provider call: record it like a model call.
-            call_succeeded(generation=self.generation, target_name=turn.target.name)
+            call_succeeded(
+                generation=self.generation,
+                target_name=turn.target.name,
+                clock=turn.clock,
+                rng=turn.rng,
+            )
             return TurnResult.SUCCEEDED
         raise TurnFailed(self._failure(outcome))
 

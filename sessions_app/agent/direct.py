@@ -113,6 +113,8 @@ class DirectDriver:
                 call_succeeded(
                     generation=turn.generation,
                     target_name=turn.target.name,
+                    clock=turn.clock,
+                    rng=turn.rng,
                     stats=CallStats.of(self.last_stream),
                 )
             return tool_calls

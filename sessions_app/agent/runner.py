@@ -11,6 +11,7 @@ import logging
 import random
 
 from recovery.clock import Clock, SystemClock
+from sessions_app import metrics
 from sessions_app.agent.acp import AcpDriver
 from sessions_app.agent.direct import DirectDriver, StreamOpener
 from sessions_app.agent.turn import Driver, Turn
@@ -36,6 +37,9 @@ def generation_run(
     if generation is None:
         logger.info("generation %s already claimed; duplicate delivery ignored", generation_id)
         return None
+    if generation.claimed_at is not None:
+        waited_s = (generation.claimed_at - generation.created_at).total_seconds()
+        metrics.observe(metrics.QUEUE_WAIT_SECONDS, max(waited_s, 0.0))
     turn = Turn(
         generation=generation,
         target=generation.session.target,

@@ -24,7 +24,9 @@ from django.conf import settings
 
 from recovery.clock import Clock
 from recovery.guard import CancelToken
+from recovery.health import Admission
 from recovery.judge import CallStats
+from recovery.logs import bound
 from recovery.replay import ReplayFacts
 from recovery.taxonomy import Evidence
 from sessions_app.agent.coalescer import StreamWriter
@@ -39,7 +41,8 @@ from sessions_app.agent.watch import StopWatcher
 from sessions_app.models import Message, PromptGeneration, ProviderTarget
 from sessions_app.selectors import target_fallback_names
 from sessions_app.services import generation_end
-from sessions_app.services.ladder import attempt_committed, failure_handle
+from sessions_app.services.health import health_admit
+from sessions_app.services.ladder import attempt_committed, attempt_defer, failure_handle
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +127,19 @@ class Turn:
             attempt_committed(generation_id=self.generation.pk)
 
     def execute(self, driver: Driver, *, stop_poll_interval_s: float) -> None:
+        # Every log line of the turn carries its id: generation and attempt.
+        with bound(turn_id=f"{self.generation.pk}:{self.attempt}"):
+            self._execute(driver, stop_poll_interval_s=stop_poll_interval_s)
+
+    def _execute(self, driver: Driver, *, stop_poll_interval_s: float) -> None:
+        # Every worker shares the target's health: while it is unwell (circuit open, a probe in
+        # flight, a Retry-After, the retry budget spent) the call waits instead of being made.
+        admission = health_admit(
+            target_name=self.target.name, now=self.clock.now(), retry=self.retrying
+        )
+        if not admission.allowed:
+            self._defer(driver, admission)
+            return
         with StopWatcher(
             generation_id=self.generation.pk,
             cancel=self.cancel,
@@ -147,6 +163,29 @@ class Turn:
             generation_end(generation=self.generation, state=PromptGeneration.State.SUCCEEDED)
         else:
             self._end_stopped(driver)
+
+    def _defer(self, driver: Driver, admission: Admission) -> None:
+        decision = attempt_defer(
+            generation=self.generation,
+            admission=admission,
+            target_name=self.target.name,
+            provider=self.target.name,
+            model=self.target.model,
+            turn_started_at=self.started_at,
+            clock=self.clock,
+            rng=self.rng,
+        )
+        driver.seal(status=Message.Status.COMPLETE, incomplete=True)
+        if decision.is_automatic:
+            logger.info(
+                "generation %s: %s held back by %s's health (%s)",
+                self.generation.pk,
+                "retry" if self.retrying else "first call",
+                self.target.name,
+                admission.refusal,
+            )
+            return
+        self._end_with(ladder_outcome(decision=decision, detail=""))
 
     def _end_stopped(self, driver: Driver) -> None:
         driver.seal(status=Message.Status.COMPLETE, incomplete=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.db import transaction
@@ -33,8 +34,11 @@ def event_append(*, session: Session, type: str, payload: dict[str, Any]) -> Ses
             session_id=session.pk, seq=seq, type=type, payload=payload
         )
         session_id = session.pk
+        written_at = time.monotonic()
         transaction.on_commit(
-            lambda: event_push(session_id=session_id, seq=seq, event=type, payload=payload)
+            lambda: event_push(
+                session_id=session_id, seq=seq, event=type, payload=payload, written_at=written_at
+            )
         )
         if type in event_names.BOARD_EVENTS:
             transaction.on_commit(lambda: board_push(owner_id=owner_id))

@@ -14,18 +14,24 @@ import logging
 import random
 from collections.abc import Sequence
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from recovery.budget import Budget
 from recovery.clock import Clock
+from recovery.health import Admission, Refusal, Transition
 from recovery.judge import CallStats, Judgement, call_record, judge
-from recovery.policy import Action, Decision
+from recovery.policy import Action, Decision, defer_decision
 from recovery.replay import ReplayFacts
-from recovery.taxonomy import Evidence
+from recovery.taxonomy import CODE_POLICY, Code, Evidence
+from recovery.wording import RETRIES_SPACED_OUT, shared_trouble_reason
+from sessions_app import metrics
 from sessions_app.enqueue import attempt_enqueue
 from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import PromptGeneration
 from sessions_app.services.generations import generation_await_retry, generation_retry_claim
+from sessions_app.services.health import health_failure, health_success, held_add, held_take
 from sessions_app.services.loops import (
     attempt_number_next,
     attempt_record_write,
@@ -34,8 +40,10 @@ from sessions_app.services.loops import (
     loop_create,
     loop_end,
     loop_locked,
+    loop_postpone,
     loop_schedule,
     loops_overdue,
+    loops_waiting_on,
     turn_budget,
 )
 from sessions_app.services.notices import notices_cleanup, notices_retire
@@ -43,6 +51,10 @@ from sessions_app.services.notices import notices_cleanup, notices_retire
 logger = logging.getLogger(__name__)
 
 State = RetryLoop.State
+# Turns held back by the target's health ask again spread over this many seconds, so the held
+# turns do not all arrive at the same instant; a release spreads its herd the same way.
+DEFER_SPREAD_S = 1.0
+RELEASE_SPREAD_S = 2.0
 
 
 def failure_handle(
@@ -99,19 +111,126 @@ def failure_handle(
                 previous_target=target_name,
             )
             generation_await_retry(generation=generation)
+            metrics.count(metrics.RETRIES, outcome="scheduled", target=target_name)
+            if decision.action is not Action.FAILOVER:
+                # A failover calls another target: it never waits on this one's health.
+                held_add(target_name=target_name, loop_id=loop.pk)
+    _health_failed(target_name=target_name, judgement=judgement, clock=clock, rng=rng)
     return judgement
 
 
 def call_succeeded(
-    *, generation: PromptGeneration, target_name: str, stats: CallStats | None = None
+    *,
+    generation: PromptGeneration,
+    target_name: str,
+    clock: Clock,
+    rng: random.Random,
+    stats: CallStats | None = None,
 ) -> None:
-    """Record a provider call that reached its terminal event; the turn's next call, if any,
-    starts a ladder of its own."""
+    """Record a provider call that reached its terminal event: for the turn's attempt records,
+    and for every turn of the target (a success closes its circuit and releases who waited).
+    The turn's next call, if any, starts a ladder of its own."""
     record = call_record(
         attempt=attempt_number_next(generation=generation), target=target_name, stats=stats
     )
     attempt_record_write(generation=generation, record=record)
     loop_call_succeeded(generation=generation)
+    transition = health_success(target_name=target_name, now=clock.now())
+    if transition is not None:
+        health_transition_apply(target_name=target_name, transition=transition, rng=rng)
+
+
+def attempt_defer(
+    *,
+    generation: PromptGeneration,
+    admission: Admission,
+    target_name: str,
+    provider: str,
+    model: str,
+    turn_started_at: float,
+    clock: Clock,
+    rng: random.Random,
+) -> Decision:
+    """The target's shared health refused the turn's next call: no call was made, so no attempt
+    is spent and nothing is recorded as a provider call. The turn waits (banner saying the
+    trouble is everyone's) until ``admission.retry_at``, spread a little so the waiting turns do
+    not all ask at once, or is handed back when that is past its deadline (MANUAL)."""
+    code = _code_or_overloaded(admission.code)
+    reason = (
+        RETRIES_SPACED_OUT
+        if admission.refusal is Refusal.RETRY_BUDGET
+        else shared_trouble_reason(code)
+    )
+    with transaction.atomic():
+        loop = loop_locked(generation=generation)
+        if loop is None:
+            budget = Budget(
+                settings=settings.KANDEV_RETRY,
+                started_at=turn_started_at,
+                visited_targets=(target_name,),
+            )
+        else:
+            budget = Budget.from_dict(loop.budget)
+            if loop.state == State.RUNNING:
+                budget = budget.unrecord_attempt()  # claimed for a call that was never made
+        decision = defer_decision(
+            budget=budget,
+            code=code,
+            reason=reason,
+            retry_at=admission.retry_at + rng.uniform(0.0, DEFER_SPREAD_S),
+            current_target=target_name,
+            clock=clock,
+        )
+        if decision.action is Action.MANUAL:
+            if loop is not None:
+                loop_end(loop=loop, state=State.EXHAUSTED)
+            return decision
+        loop = loop or loop_create(generation=generation, budget=budget, target_name=target_name)
+        loop_schedule(
+            loop=loop,
+            decision=decision,
+            budget=budget,
+            provider=provider,
+            model=model,
+            previous_target=target_name,
+            reason=reason,
+        )
+        generation_await_retry(generation=generation)
+    held_add(target_name=target_name, loop_id=loop.pk)
+    metrics.count(
+        metrics.DEFERRALS, reason=str(admission.refusal or "unknown"), target=target_name
+    )
+    return decision
+
+
+def health_transition_apply(
+    *, target_name: str, transition: Transition, rng: random.Random
+) -> int:
+    """Tell every turn waiting on the target what its health just learnt. A hold (the circuit
+    opened, a probe failed, a Retry-After arrived) moves each earlier attempt to the hold's end,
+    banner included; a release (the circuit closed) brings every held attempt forward to now,
+    spread over a moment. Returns how many loops moved."""
+    metrics.count(metrics.CIRCUIT_TRANSITIONS, kind=transition.kind, target=target_name)
+    code = _code_or_overloaded(transition.code)
+    if transition.kind == "hold":
+        loop_ids = loops_waiting_on(target_name=target_name, before=transition.until)
+        reason = shared_trouble_reason(code)
+        until = transition.until
+    else:
+        loop_ids = held_take(target_name=target_name)
+        reason = CODE_POLICY[code].reason
+        until = transition.until
+    moved = 0
+    for loop_id in loop_ids:
+        spread_s = RELEASE_SPREAD_S if transition.kind == "release" else DEFER_SPREAD_S
+        at = until + rng.uniform(0.0, spread_s)
+        if loop_postpone(loop_id=loop_id, until=at, reason=reason) is not None:
+            moved += 1
+            if transition.kind == "hold":
+                held_add(target_name=target_name, loop_id=loop_id)
+    if moved:
+        logger.info("target %s: %s for %s waiting turns", target_name, transition.kind, moved)
+    return moved
 
 
 def attempt_claim(*, loop_id: int, attempt: int) -> RetryLoop | None:
@@ -143,6 +262,33 @@ def ladder_sweep() -> int:
         attempt_enqueue(loop_id=loop.pk, attempt=loop.attempt, eta=None)
     notices_cleanup()
     return len(overdue)
+
+
+def _health_failed(
+    *, target_name: str, judgement: Judgement, clock: Clock, rng: random.Random
+) -> None:
+    """A judged failure of the target feeds its shared health (transient failures only)."""
+    classification = judgement.classification
+    if not classification.is_transient:
+        return
+    code = str(classification.code)
+    metrics.count(metrics.TRANSIENT_FAILURES, code=code, target=target_name)
+    retry_after_ms = judgement.evidence.retry_after_ms or 0
+    transition = health_failure(
+        target_name=target_name,
+        now=clock.now(),
+        code=code,
+        retry_after_s=max(retry_after_ms, 0) / 1000.0,
+    )
+    if transition is not None:
+        health_transition_apply(target_name=target_name, transition=transition, rng=rng)
+
+
+def _code_or_overloaded(code: str) -> Code:
+    try:
+        return Code(code)
+    except ValueError:
+        return Code.PROVIDER_OVERLOADED
 
 
 def _manual_end_state(decision: Decision) -> str:

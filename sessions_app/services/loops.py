@@ -17,16 +17,23 @@ from recovery.budget import Budget
 from recovery.policy import Decision
 from recovery.telemetry import AttemptRecord as CallRecord
 from recovery.telemetry import emit_attempt
+from sessions_app import metrics
 from sessions_app.enqueue import attempt_enqueue
 from sessions_app.ladder.models import AttemptRecord, RetryLoop
 from sessions_app.models import PromptGeneration
 from sessions_app.services.notices import (
+    notice_postpone,
     notice_upsert,
     notices_retire,
     retire_reason_for_loop_end,
 )
 
 State = RetryLoop.State
+_RETRY_OUTCOMES = {
+    State.SUCCEEDED: "succeeded",
+    State.EXHAUSTED: "exhausted",
+    State.CANCELLED: "cancelled",
+}
 # A scheduled attempt this much past its time is presumed lost with its worker and re-enqueued.
 SWEEP_GRACE_S = 5.0
 
@@ -72,10 +79,11 @@ def loop_schedule(
     provider: str,
     model: str,
     previous_target: str,
+    reason: str = "",
 ) -> None:
-    """Persist a decision to retry: the loop waits with the judged ``budget``, the banner shows
-    (or moves on), and the attempt is enqueued for ``decision.retry_at`` once this transaction
-    commits."""
+    """Persist a decision to retry: the loop waits, the banner shows (or moves on), and the
+    attempt is enqueued for ``decision.retry_at`` once this transaction commits. ``reason``
+    replaces the code's own reason on the banner (a target's trouble shared by everyone)."""
     next_target = decision.target or previous_target
     loop.state = State.WAITING
     # The claim's sequence number only grows, even when a later model call of the turn starts its
@@ -90,7 +98,7 @@ def loop_schedule(
     notice_upsert(
         loop=loop,
         code=str(decision.classification.code),
-        reason=decision.classification.reason,
+        reason=reason or decision.classification.reason,
         provider=provider,
         model=model,
         attempt=decision.attempt,
@@ -100,6 +108,36 @@ def loop_schedule(
     )
     loop_id, attempt, eta = loop.pk, loop.attempt, loop.next_attempt_at
     transaction.on_commit(lambda: attempt_enqueue(loop_id=loop_id, attempt=attempt, eta=eta))
+
+
+def loop_postpone(*, loop_id: int, until: float, reason: str) -> RetryLoop | None:
+    """Move a waiting loop's next attempt to ``until`` (epoch seconds), banner included, and
+    enqueue it for then. None when the loop no longer waits."""
+    with transaction.atomic():
+        loop = (
+            RetryLoop.objects.select_for_update()
+            .filter(pk=loop_id, state=State.WAITING)
+            .first()
+        )
+        if loop is None:
+            return None
+        loop.next_attempt_at = datetime.fromtimestamp(until, tz=UTC)
+        loop.save(update_fields=["next_attempt_at", "updated_at"])
+        notice_postpone(loop=loop, retry_at=until, reason=reason)
+        attempt, eta = loop.attempt, loop.next_attempt_at
+        transaction.on_commit(lambda: attempt_enqueue(loop_id=loop_id, attempt=attempt, eta=eta))
+    return loop
+
+
+def loops_waiting_on(*, target_name: str, before: float) -> list[int]:
+    """Ids of loops waiting to call ``target_name`` earlier than ``before`` (epoch seconds)."""
+    return list(
+        RetryLoop.objects.filter(
+            state=State.WAITING,
+            target_name=target_name,
+            next_attempt_at__lt=datetime.fromtimestamp(before, tz=UTC),
+        ).values_list("pk", flat=True)
+    )
 
 
 def loop_claim(*, loop_id: int, attempt: int) -> RetryLoop | None:
@@ -131,13 +169,20 @@ def loop_call_succeeded(*, generation: PromptGeneration) -> None:
 
 
 def loop_end(*, loop: RetryLoop, state: str) -> None:
+    now = timezone.now()
     RetryLoop.objects.filter(pk=loop.pk).update(
-        state=state, next_attempt_at=None, ended_at=timezone.now(), updated_at=timezone.now()
+        state=state, next_attempt_at=None, ended_at=now, updated_at=now
     )
     loop.state = state
     notices_retire(
         session_id=loop.session_id, reason=retire_reason_for_loop_end(state), by=loop
     )
+    outcome = _RETRY_OUTCOMES.get(state)
+    if outcome is not None:
+        metrics.count(metrics.RETRIES, outcome=outcome, target=loop.target_name)
+    if state == State.SUCCEEDED and loop.created_at is not None:
+        recovered_s = (now - loop.created_at).total_seconds()
+        metrics.observe(metrics.RECOVERY_SECONDS, recovered_s, target=loop.target_name)
 
 
 def loop_finish(*, generation_id: int, state: str) -> None:

@@ -91,6 +91,28 @@ def _notice_write(*, loop: RetryLoop, fields: dict) -> RetryNotice | None:
     return notice
 
 
+def notice_postpone(*, loop: RetryLoop, retry_at: float, reason: str) -> RetryNotice | None:
+    """Move the waiting loop's banner to ``retry_at`` with ``reason`` (the target's shared health
+    held the attempt back). Nothing is written when the loop has no live notice."""
+    with transaction.atomic():
+        session = Session.objects.select_for_update().get(pk=loop.session_id)
+        notice = (
+            RetryNotice.objects.live()
+            .filter(session=session, loop=loop, loop__state=RetryLoop.State.WAITING)
+            .order_by("-updated_at", "-id")
+            .first()
+        )
+        if notice is None:
+            return None
+        notice.retry_at = datetime.fromtimestamp(retry_at, tz=UTC)
+        notice.reason = reason[: RetryNotice._meta.get_field("reason").max_length]
+        notice.save(update_fields=["retry_at", "reason", "updated_at"])
+        event_append(
+            session=session, type=event_names.NOTICE_UPSERTED, payload={"notice": notice_dict(notice)}
+        )
+    return notice
+
+
 def notices_retire(
     *, session_id: int, reason: str, by: RetryLoop | None = None
 ) -> list[int]:

@@ -127,6 +127,10 @@ def stack(stack_settings) -> Iterator[Stack]:
         "KANDEV_RETRY_DELAYS": "1",
         "KANDEV_RETRY_JITTER": "0",
         "KANDEV_RETRY_MAX_ATTEMPTS": "5",
+        # Each test here is about one session's own ladder, and one-second waits make five
+        # failures in 30 s routine: the shared circuit (tests/integration/ladder/
+        # test_shared_health.py) would carry one test's overloads into the next one's banner.
+        "KANDEV_CIRCUIT_ENABLED": "false",
         **stack_settings,
     }
     with ExitStack() as cleanup:

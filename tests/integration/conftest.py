@@ -68,6 +68,21 @@ def redis_client() -> Iterator[redis.Redis]:
     client.close()
 
 
+@pytest.fixture(autouse=True)
+def fresh_shared_state(redis_client) -> Iterator[None]:
+    """Provider health and metrics are shared through Redis by design: each test starts with
+    every target healthy and every counter at zero."""
+
+    def clear() -> None:
+        for kind in ("health", "metrics"):
+            for key in redis_client.scan_iter(match=f"{settings.KANDEV_REDIS_PREFIX}:{kind}:*"):
+                redis_client.delete(key)
+
+    clear()
+    yield
+    clear()
+
+
 @pytest.fixture
 def celery_queue(redis_client) -> Iterator[str]:
     """The real broker queue runs and scheduled attempts land in; emptied before and after."""

@@ -74,3 +74,41 @@ def test_the_containers_have_no_default_secret_key():
     # a key anyone with the source knows.
     secret = compose_services()["web"]["environment"]["SECRET_KEY"]
     assert secret.startswith("${SECRET_KEY:?")
+
+
+RABBITMQ_OVERRIDE = ROOT / "docker-compose.rabbitmq.yml"
+
+
+def rabbitmq_override() -> dict[str, dict]:
+    return yaml.safe_load(RABBITMQ_OVERRIDE.read_text())["services"]
+
+
+def test_the_rabbitmq_override_points_every_celery_process_at_its_rabbitmq():
+    override = rabbitmq_override()
+    broker = urlparse(override["worker"]["environment"]["KANDEV_BROKER_URL"])
+    rabbit = override["rabbitmq"]["environment"]
+    assert (broker.scheme, broker.hostname, broker.port) == ("amqp", "rabbitmq", 5672)
+    assert (broker.username, broker.password, broker.path.lstrip("/")) == (
+        rabbit["RABBITMQ_DEFAULT_USER"], rabbit["RABBITMQ_DEFAULT_PASS"],
+        rabbit["RABBITMQ_DEFAULT_VHOST"],
+    )  # fmt: skip
+    # Everything that sends or runs tasks: the web (prompts), worker, beat, and the migrations.
+    for name in ("migrate", "web", "worker", "beat"):
+        assert override[name]["environment"]["KANDEV_BROKER_URL"] == broker.geturl()
+        assert override[name]["depends_on"]["rabbitmq"]["condition"] == "service_healthy"
+
+
+def test_the_rabbitmq_override_runs_the_same_process_specs():
+    override = rabbitmq_override()
+    assert all("command" not in override.get(spec.name, {}) for spec in CONTAINER_SPECS)
+    assert set(override) - {"rabbitmq"} <= set(compose_services())
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose not installed")
+def test_docker_compose_accepts_the_rabbitmq_override():
+    result = subprocess.run(
+        ["docker-compose", "--file", str(COMPOSE), "--file", str(RABBITMQ_OVERRIDE), "config",
+         "--quiet"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr

@@ -39,6 +39,13 @@ def start_up(**env: str) -> subprocess.CompletedProcess[str]:
         ("KANDEV_AGENT_NODE", "node"),
         ("KANDEV_AGENT_EXIT_GRACE_S", "-1"),
         ("KANDEV_AGENT_EXIT_GRACE_S", "soon"),
+        ("KANDEV_CIRCUIT_FAILURES", "0"),
+        ("KANDEV_CIRCUIT_OPEN_S", "soon"),
+        ("KANDEV_RETRY_BUDGET_RATIO", "2"),
+        ("KANDEV_BROKER_URL", "kafka://127.0.0.1:9092"),
+        ("KANDEV_METRICS_TOKEN", "short"),
+        ("KANDEV_LOG_FORMAT", "xml"),
+        ("KANDEV_REDIS_PREFIX", "two words"),
     ],
 )
 def test_a_bad_value_stops_start_up_and_names_the_variable(name, value):
@@ -54,3 +61,21 @@ def test_good_values_start_and_reach_the_ladder_as_parsed_settings():
 
     assert result.returncode == 0, result.stderr
     assert isinstance(settings.KANDEV_RETRY, RetrySettings)
+
+
+def test_rabbitmq_as_the_broker_starts_and_drops_redis_only_options():
+    code = (
+        "from django.conf import settings;"
+        "print(settings.CELERY_BROKER_URL, settings.KANDEV_BROKER_IS_RABBITMQ,"
+        " settings.CELERY_BROKER_TRANSPORT_OPTIONS, settings.CELERY_TASK_ACKS_LATE)"
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=settings.BASE_DIR,
+        env={**os.environ, "KANDEV_BROKER_URL": "amqp://guest:guest@127.0.0.1:5672/kandev"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].split() == [
+        "amqp://guest:guest@127.0.0.1:5672/kandev", "True", "{}", "True",
+    ]  # fmt: skip

@@ -10,6 +10,7 @@ from channels.layers import get_channel_layer
 from django.test import override_settings
 
 from sessions_app import events as ev
+from sessions_app import metrics
 from sessions_app.models import Message, Session, SessionEvent
 from sessions_app.services import message_append, message_create, message_retract
 from tests.integration.web.conftest import parse_header
@@ -269,3 +270,24 @@ async def test_every_viewer_of_a_session_gets_the_same_live_frames(socket_for, o
     assert len(frames) == 1 and ">to everyone</div>" in frames.pop()
     for socket in sockets:
         await socket.disconnect()
+
+
+@sync_to_async
+def viewers_counted() -> float:
+    return sum(metrics.read_series(metrics.CONNECTED_VIEWERS).values())
+
+
+async def test_connected_viewers_are_counted_up_and_down_for_the_metrics(
+    socket_for, owner, stranger, session
+):
+    first = await connected(socket_for, owner, f"/ws/sessions/{session.pk}/")
+    await first.receive_from()
+    second = await connected(socket_for, owner, f"/ws/sessions/{session.pk}/")
+    await second.receive_from()
+    refused = await connected(socket_for, stranger, f"/ws/sessions/{session.pk}/")
+    await refused.receive_output()  # closed 4404: a refused socket is no viewer
+    assert await viewers_counted() == 2
+
+    await first.disconnect()
+    await second.disconnect()
+    assert await viewers_counted() == 0
