@@ -61,7 +61,7 @@ def call(method, path, body=None):
 
 def most_notices(session_ids):
     counts = {}
-    for session_id in RetryNotice.objects.filter(session_id__in=session_ids).values_list(
+    for session_id in RetryNotice.objects.live().filter(session_id__in=session_ids).values_list(
             "session_id", flat=True):
         counts[session_id] = counts.get(session_id, 0) + 1
     return max(counts.values(), default=0)
@@ -129,7 +129,7 @@ def storm(name, *, circuit):
         "most_notices_sampled": most,
         "samples": samples,
         "most_notices_replayed": replayed_most(session_ids),
-        "notices_left": RetryNotice.objects.filter(session_id__in=session_ids).count(),
+        "notices_left": RetryNotice.objects.live().filter(session_id__in=session_ids).count(),
         "answers_min": min(answers), "answers_max": max(answers),
         "recovered_by_s": round(clock.now() - start, 1),
         "wall_s": round(time.monotonic() - began, 1),

@@ -15,6 +15,7 @@ import threading
 
 import pytest
 
+from recovery.budget import Budget
 from recovery.health import CircuitState, HealthSettings, Refusal
 from recovery.mock.testing import SplitClock
 from recovery.wording import RETRIES_SPACED_OUT, shared_trouble_reason
@@ -97,7 +98,7 @@ def test_once_the_circuit_opens_a_new_prompt_waits_without_calling_the_provider(
         moved = notice_of(session)
         assert moved["reason"] == OVERLOADED_FOR_EVERYONE
         assert moved["retry_at_ms"] / 1000 >= opened_at + 10
-        assert RetryNotice.objects.filter(session=session).count() == 1
+        assert RetryNotice.objects.live().filter(session=session).count() == 1
 
 
 def test_one_probe_goes_through_a_failed_probe_holds_everyone_and_a_successful_one_releases_them(
@@ -128,7 +129,11 @@ def test_one_probe_goes_through_a_failed_probe_holds_everyone_and_a_successful_o
     assert in_flight.probe
     waiting = run_due(loops[1], clock, at=reopened.open_until + 0.5)
     assert mock_provider.count() == 4
-    assert (waiting.state, waiting.attempt) == (RetryLoop.State.WAITING, 1)  # nothing spent
+    # Nothing spent: the turn's budget still holds one attempt and the banner still says 1. (The
+    # loop's own ``attempt`` is the claim's sequence number, which moves on with every schedule.)
+    assert waiting.state == RetryLoop.State.WAITING
+    assert Budget.from_dict(waiting.budget).attempts == 1
+    assert notice_of(sessions_of(waiting))["attempt"] == 1
     assert notice_of(sessions_of(waiting))["reason"] == OVERLOADED_FOR_EVERYONE
 
     # That probe is lost; after its timeout the next due turn probes, the provider is back,
@@ -149,7 +154,7 @@ def test_one_probe_goes_through_a_failed_probe_holds_everyone_and_a_successful_o
     for session in sessions:
         answers = Message.objects.filter(session=session, role=Message.Role.ASSISTANT)
         assert [m.incomplete for m in answers] == [False]
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
     # Four failed calls before the probe failed twice, then four answers: nine calls in all,
     # where each turn on its own ladder would have called on every step.
     assert mock_provider.count() == 4 + 4
