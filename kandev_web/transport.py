@@ -7,16 +7,20 @@ failByDrop off, autobahn sends the close code the protocol defines instead (1009
 1002 for a protocol error) and then closes.
 
 ``close_failed_sockets_with_a_code()`` is called by kandev_web/asgi.py, which Daphne imports before
-it builds its websocket factory, so every way of starting Daphne on this app gets it.
+it builds its websocket factory, so every way of starting Daphne on this app gets it. Daphne's
+command line has imported ``daphne.server`` by then; in a process Daphne does not serve (tests
+through channels' communicator) it is not loaded, and importing it here would install Twisted's
+reactor as a side effect, so nothing is patched.
 """
 
 from __future__ import annotations
 
+import sys
+
 
 def close_failed_sockets_with_a_code() -> None:
-    try:
-        from daphne import server as daphne_server
-    except ImportError:  # not served by Daphne (tests through channels' communicator)
+    daphne_server = sys.modules.get("daphne.server")
+    if daphne_server is None:
         return
     base = daphne_server.WebSocketFactory
     if getattr(base, "fails_with_a_close_code", False):
