@@ -12,12 +12,10 @@ it builds its websocket factory, so every way of starting Daphne on this app get
 
 from __future__ import annotations
 
+from daphne import server as daphne_server
+
 
 def close_failed_sockets_with_a_code() -> None:
-    try:
-        from daphne import server as daphne_server
-    except ImportError:  # not served by Daphne (tests through channels' communicator)
-        return
     base = daphne_server.WebSocketFactory
     if getattr(base, "fails_with_a_close_code", False):
         return
