@@ -12,7 +12,7 @@ RUN pip install --no-cache-dir uv==0.13.9
 
 # Dependencies first, so code changes do not reinstall them. No dev group in the image.
 COPY pyproject.toml uv.lock ./
-RUN uv sync --frozen --no-dev --no-install-project
+RUN uv sync --frozen --no-dev --no-install-project --compile-bytecode
 
 # Static files need no collectstatic: Daphne serves them through the ASGI static handler
 # (kandev_web/asgi.py).

@@ -7,9 +7,10 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 UV_VERSION := 0.13.9
-# Re-sync only when the lock or the project file changes: the stamp's name carries their hash.
+# Re-sync only when the lock or the project file changes: the stamp's name carries their hash
+# (and "pyc": a .venv synced before bytecode was compiled at install is synced once more).
 LOCK_HASH := $(shell cat uv.lock pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
-STAMP := $(VENV)/.synced-$(LOCK_HASH)
+STAMP := $(VENV)/.synced-$(LOCK_HASH)-pyc
 # The agent CLIs (Claude Code, Codex, Gemini CLI) come from package-lock.json through `npm ci`, into
 # node_modules/ here: never a global install, nothing fetched when a turn runs. Same stamp idea.
 NPM_LOCK_HASH := $(shell cat package-lock.json package.json 2>/dev/null | sha256sum | cut -c1-16)
@@ -24,7 +25,7 @@ PYTEST_ARGS ?=
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker highlight-css
+.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker superuser highlight-css
 
 help:
 	@echo "make run           start the app (embedded Postgres/Redis unless DATABASE_URL/REDIS_URL are set)"
@@ -37,6 +38,7 @@ help:
 	@echo "make lint          ruff check"
 	@echo "make shell         Django shell against the running app's services"
 	@echo "make worker        an extra Celery worker against the running app's services"
+	@echo "make superuser     create an admin (staff) login of your own, asked for interactively"
 	@echo "make highlight-css regenerate static/css/highlight.css (code colours) from Pygments"
 	@echo "make install       sync .venv with uv.lock and node_modules with package-lock.json (run by the others)"
 
@@ -48,6 +50,9 @@ $(NPM_STAMP): package-lock.json package.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# --compile-bytecode: with PYTHONDONTWRITEBYTECODE set (as on our machines and in the image)
+# nothing else writes .pyc files, and every process start compiled its imports again: seconds of
+# Daphne's first send_task went to compiling kombu's Redis transport.
 $(STAMP): uv.lock pyproject.toml
 	@if ! $(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null; then \
 	  python=""; \
@@ -69,7 +74,7 @@ $(STAMP): uv.lock pyproject.toml
 	  $(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip --upgrade >/dev/null; \
 	  $(PY) -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"; \
 	fi
-	$(VENV)/bin/uv sync --frozen --python $(PY)
+	$(VENV)/bin/uv sync --frozen --compile-bytecode --python $(PY)
 	@rm -f $(VENV)/.synced-*
 	@touch $@
 
@@ -108,6 +113,9 @@ highlight-css: install
 
 shell: install
 	$(PY) manage.py shell
+
+superuser: install
+	$(PY) manage.py createsuperuser
 
 worker: install
 	$(PY) -m celery -A kandev_web worker --loglevel INFO

@@ -152,7 +152,8 @@ def _sample(database_url: str, samples: _Samples) -> None:
     with psycopg.connect(database_url, autocommit=True) as conn:
         while not samples.stop.is_set():
             counts = conn.execute(
-                "SELECT session_id, count(*) FROM ladder_retrynotice GROUP BY session_id"
+                "SELECT session_id, count(*) FROM ladder_retrynotice WHERE retired_at IS NULL"
+                " GROUP BY session_id"
             ).fetchall()
             samples.count += 1
             samples.most_per_session = max(
@@ -225,7 +226,7 @@ def _measure(*, database_url: str, mock_url: str, driver: dict, samples: _Sample
             " FROM sessions_app_promptgeneration g WHERE g.id = ANY(%s)",
             (SUCCESS_DECISION, list(generations.values())),
         ).fetchall()
-        notices_left = conn.execute("SELECT count(*) FROM ladder_retrynotice").fetchone()[0]
+        notices_left = conn.execute("SELECT count(*) FROM ladder_retrynotice WHERE retired_at IS NULL").fetchone()[0]
         event_log_most = _event_log_most_notices(conn)
     with urllib.request.urlopen(f"{mock_url}/_mock/requests", timeout=10) as response:
         requests = json.load(response)["requests"]

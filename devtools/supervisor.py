@@ -284,12 +284,15 @@ def port_is_free(*, host: str, port: int) -> bool:
     return True
 
 
-def demo_password(*, state_dir: Path, env: dict[str, str]) -> str:
-    """A stable local dev password: from KANDEV_DEMO_PASSWORD, else generated once and kept in
-    the (git-ignored) state directory so the login stays the same across runs."""
-    if env.get("KANDEV_DEMO_PASSWORD"):
-        return env["KANDEV_DEMO_PASSWORD"]
-    path = state_dir / "demo_password"
+def demo_password(
+    *, state_dir: Path, env: dict[str, str], variable: str = "KANDEV_DEMO_PASSWORD",
+    file_name: str = "demo_password",
+) -> str:
+    """A stable local dev password: from ``variable``, else generated once and kept in the
+    (git-ignored) state directory so the login stays the same across runs."""
+    if env.get(variable):
+        return env[variable]
+    path = state_dir / file_name
     if path.exists():
         return path.read_text().strip()
     password = secrets.token_urlsafe(9)
@@ -298,18 +301,28 @@ def demo_password(*, state_dir: Path, env: dict[str, str]) -> str:
     return password
 
 
-def banner(*, config: RunConfig, password: str) -> str:
+def admin_password(*, state_dir: Path, env: dict[str, str]) -> str:
+    return demo_password(
+        state_dir=state_dir, env=env, variable="KANDEV_ADMIN_PASSWORD", file_name="admin_password"
+    )
+
+
+def banner(*, config: RunConfig, password: str, admin: str = "") -> str:
+    admin_line = [f"  Admin (retry notices, targets): {config.url}admin/  as admin / {admin}"]
     return "\n".join([
         "",
         f"  Kandev Web is running at {config.url}",
         f"  Log in as: demo / {password}",
+        *(admin_line if admin else []),
         f"  Mock provider: {config.mock_url}  (try the prompt: /overloaded:2 tell me a joke)",
         "  Press Ctrl-C to stop everything.",
         "",
     ])
 
 
-def child_env(*, config: RunConfig, urls: ServiceUrls, password: str) -> dict[str, str]:
+def child_env(
+    *, config: RunConfig, urls: ServiceUrls, password: str, admin: str = ""
+) -> dict[str, str]:
     env = dict(os.environ)
     env.update(urls.as_env())
     env.setdefault("KANDEV_MOCK_PROVIDER_URL", config.mock_url)
@@ -318,6 +331,8 @@ def child_env(*, config: RunConfig, urls: ServiceUrls, password: str) -> dict[st
         KANDEV_DEMO_PASSWORD=password,
         PYTHONUNBUFFERED="1",
     )
+    if admin:
+        env["KANDEV_ADMIN_PASSWORD"] = admin
     return env
 
 
@@ -329,6 +344,7 @@ def serve(*, config: RunConfig) -> int:
             return 2
     config.state_dir.mkdir(parents=True, exist_ok=True)
     password = demo_password(state_dir=config.state_dir, env=dict(os.environ))
+    admin = admin_password(state_dir=config.state_dir, env=dict(os.environ))
     stop_requested = threading.Event()
 
     def request_stop(signum, frame):
@@ -339,13 +355,14 @@ def serve(*, config: RunConfig) -> int:
     env_file = config.state_dir / "services.env"
     with running_services(state_dir=config.state_dir, env_file=env_file) as urls:
         supervisor = Supervisor(
-            env=child_env(config=config, urls=urls, password=password),
+            env=child_env(config=config, urls=urls, password=password, admin=admin),
             stopping=stop_requested,
             restart_delays_s=config.restart_delays_s,
         )
         try:
             return _supervise(
-                supervisor=supervisor, config=config, password=password, stop=stop_requested
+                supervisor=supervisor, config=config, password=password, admin=admin,
+                stop=stop_requested,
             )
         finally:
             supervisor.stop_all()
@@ -353,7 +370,12 @@ def serve(*, config: RunConfig) -> int:
 
 
 def _supervise(
-    *, supervisor: Supervisor, config: RunConfig, password: str, stop: threading.Event
+    *,
+    supervisor: Supervisor,
+    config: RunConfig,
+    password: str,
+    stop: threading.Event,
+    admin: str = "",
 ) -> int:
     specs = long_running(config=config)
     for spec in specs:
@@ -380,7 +402,7 @@ def _supervise(
             else:
                 supervisor.say("run", f"{spec.name} was not ready within {READY_TIMEOUT_S:.0f} s")
             return 1
-    print(banner(config=config, password=password), flush=True)
+    print(banner(config=config, password=password, admin=admin), flush=True)
     while not stop.wait(0.25):
         supervisor.keep_alive()
     return 0

@@ -9,11 +9,15 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from kandev_web.celery import app as celery_app  # noqa: E402
 from kandev_web.transport import close_failed_sockets_with_a_code  # noqa: E402
+from kandev_web.warmup import broker_warm_up  # noqa: E402
 from kandev_web.ws_origin import SameOriginValidator  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
 close_failed_sockets_with_a_code()
+# The first prompt must not pay for the broker transport's import and connection.
+broker_warm_up(celery_app)
 
 application = ProtocolTypeRouter(
     {

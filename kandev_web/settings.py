@@ -9,6 +9,7 @@ another terminal reach the same services without set-up.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import re
 import shutil
@@ -18,9 +19,11 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from kandev_web.logfilters import QUIET_LOGGERS
 from kandev_web.secret_key import secret_key
 from recovery.budget import RetrySettings
 from recovery.hosts import HostAllowlist
+from recovery.providers.base import StreamTimeouts
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 STATE_DIR = Path(os.environ.get("KANDEV_STATE_DIR", BASE_DIR / ".kandev"))
@@ -244,11 +247,33 @@ KANDEV_STREAM_FLUSH_INTERVAL = env_float("KANDEV_STREAM_FLUSH_INTERVAL", 0.1)
 KANDEV_REPLAY_LIMIT = env_int("KANDEV_REPLAY_LIMIT", 500)
 
 # The retry ladder: one budget per prompt turn (KANDEV_RETRY_DELAYS, _MAX_ATTEMPTS, _JITTER,
-# _DEADLINE). Parsed here, so a bad value stops start-up instead of the first failing prompt.
+# _DEADLINE per model call, _TURN_CAP per turn). Parsed here, so a bad value stops start-up instead of the first failing prompt.
 try:
     KANDEV_RETRY = RetrySettings.from_env(os.environ)
 except ValueError as error:
     raise ImproperlyConfigured(str(error)) from None
+
+# Stream timeouts of every model call, in seconds; a target may set its own (ProviderTarget's
+# *_timeout_s fields). first chunk: until the provider's first byte (a ping counts); idle: between
+# any two reads; no progress: without new output (text, thinking, a tool call).
+TIMEOUT_LIMIT_S = 3600.0
+
+
+def env_timeout(name: str, default: float) -> float:
+    value = env_float(name, default)
+    if not math.isfinite(value) or not 0 < value <= TIMEOUT_LIMIT_S:
+        raise ImproperlyConfigured(
+            f"{name} must be seconds between 0 and {TIMEOUT_LIMIT_S:g}, got {os.environ[name]!r}"
+        )
+    return value
+
+
+_TIMEOUT_DEFAULTS = StreamTimeouts()
+KANDEV_STREAM_TIMEOUTS = StreamTimeouts(
+    first_chunk_s=env_timeout("KANDEV_FIRST_CHUNK_TIMEOUT", _TIMEOUT_DEFAULTS.first_chunk_s),
+    idle_s=env_timeout("KANDEV_IDLE_TIMEOUT", _TIMEOUT_DEFAULTS.idle_s),
+    no_progress_s=env_timeout("KANDEV_NO_PROGRESS_TIMEOUT", _TIMEOUT_DEFAULTS.no_progress_s),
+)
 
 # ACP agents: each session gets its own working directory under this root.
 KANDEV_ACP_WORKDIR = Path(
@@ -285,6 +310,8 @@ if KANDEV_AGENT_EXIT_GRACE_S < 0:
     )
 # `seed_demo` uses it for the demo account when set (else --password, else a generated one).
 KANDEV_DEMO_PASSWORD = os.environ.get("KANDEV_DEMO_PASSWORD", "")
+# The local staff login `admin` that seed_demo makes when set (`make run` sets it).
+KANDEV_ADMIN_PASSWORD = os.environ.get("KANDEV_ADMIN_PASSWORD", "")
 
 # The mock provider server that `make run` starts and the demo target points at.
 KANDEV_MOCK_PROVIDER_URL = env_str("KANDEV_MOCK_PROVIDER_URL", "http://127.0.0.1:8765")
@@ -409,11 +436,21 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     # The ACP SDK logs on the root logger itself; see the filter's docstring for what it drops.
-    "filters": {"acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"}},
+    "filters": {
+        "acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"},
+        # Idle sweeps (nothing found) log at DEBUG: see kandev_web/logfilters.py.
+        "quiet_sweeps": {
+            "()": "kandev_web.logfilters.QuietPeriodicTasks",
+            "task_names": [entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()],
+        },
+    },
     "root": {
         "handlers": ["console"],
         "level": env_str("LOG_LEVEL", "INFO"),
         "filters": ["acp_sdk_noise"],
     },
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "django.channels.server": {"level": "WARNING"},
+        **{name: {"filters": ["quiet_sweeps"]} for name in QUIET_LOGGERS},
+    },
 }

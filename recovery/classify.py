@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import json
 import logging
-import re
+from dataclasses import dataclass
 from typing import Any
 
 from recovery.catalogue import RULES, Facts, Rule
-from recovery.catalogue.signatures import reset_hint_ms_in
+from recovery.catalogue.signatures import (
+    RELAY_NEEDLES,
+    Relayed,
+    google_detail_codes,
+    relayed_error,
+    reset_hint_ms_in,
+)
 from recovery.taxonomy import (
     CODE_POLICY,
     Classification,
@@ -23,7 +29,7 @@ from recovery.taxonomy import (
     Source,
 )
 
-CATALOGUE_VERSION = "2026.11.1"
+CATALOGUE_VERSION = "2026.12.1"
 
 # Classification reads at most this much text; excerpts are bounded to 4 KiB already, and a
 # caller passing more must not make classification cost grow with it.
@@ -33,19 +39,39 @@ _SSE_DATA_LINES_PARSED = 8
 _RATE_CODES = frozenset({Code.RATE_LIMITED, Code.QUOTA_LIMITED})
 # Where an error body's `error.code` may be an HTTP status relayed by a gateway.
 _HTTP_SOURCES = frozenset({Source.HTTP, Source.SSE})
+# Where the excerpt is an error body (JSON) rather than text someone printed.
+_BODY_SOURCES = frozenset({Source.HTTP, Source.SSE, Source.ACP_PROMPT})
+# An agent's own log: where a Python SDK's exception line is the agent failing, not an example.
+_LOG_SOURCES = frozenset({Source.STDERR, Source.EXIT})
 
 logger = logging.getLogger(__name__)
 
 
-def _build_precheck(rules: tuple[Rule, ...]) -> re.Pattern[str]:
-    needles = sorted({needle for rule in rules for needle in rule.needles})
-    return re.compile("|".join(re.escape(needle) for needle in needles))
+@dataclass(frozen=True, slots=True)
+class Needles:
+    """The pre-check: lower-case literals, each looked for with ``in`` (C's substring search,
+    several times faster over a chunk of prose than one regex alternation of them all)."""
+
+    literals: tuple[str, ...]
+
+    def findall(self, lowered: str) -> list[str]:
+        return [needle for needle in self.literals if needle in lowered]
+
+    def search(self, lowered: str) -> str | None:
+        return next((needle for needle in self.literals if needle in lowered), None)
 
 
-# One compiled alternation of every text rule's (lower-case) needles, run over lower-cased text:
-# text without any of them can match no line rule, so ordinary prose costs one scan. Lower-casing
-# first is several times faster than re.IGNORECASE and admits a superset of what it would.
-PRECHECK: re.Pattern[str] = _build_precheck(RULES)
+def _build_precheck(rules: tuple[Rule, ...]) -> Needles:
+    needles = {needle for rule in rules if rule.gated_by_precheck for needle in rule.needles}
+    return Needles(tuple(sorted(needles | set(RELAY_NEEDLES))))
+
+
+# Every text rule's (lower-case) needles, looked for in lower-cased text: text without any of
+# them can match no line rule, so ordinary prose costs one pass. Lower-casing first admits a
+# superset of what a case-insensitive match would. The literals that open a relayed error line
+# (RELAY_NEEDLES) are among them, so one pass answers both questions.
+PRECHECK: Needles = _build_precheck(RULES)
+_RELAY_NEEDLES = frozenset(RELAY_NEEDLES)
 
 
 def precheck(text: str) -> frozenset[str]:
@@ -89,7 +115,10 @@ class _RuleIndex:
         ]
         keys += [("code", code) for code in facts.provider_codes]
         keys += [("needle", needle) for needle in facts.needles_found]
-        found = {rule.id: rule for key in keys for rule in self._filed.get(key, ())}
+        filed = [rules for key in keys if (rules := self._filed.get(key))]
+        if len(filed) == 1:
+            return filed[0]  # filed in registry order already (the common case: one signature)
+        found = {rule.id: rule for rules in filed for rule in rules}
         return sorted(found.values(), key=lambda rule: self._position[rule.id])
 
 
@@ -131,24 +160,69 @@ def digest(evidence: Evidence) -> Facts:
     provider_codes: set[str] = set()
     if evidence.provider_code:
         provider_codes.add(str(evidence.provider_code).strip().lower())
-    bodies = _json_bodies(text)
+    bodies = _json_bodies(text, evidence.source)
     messages: list[str] = []
     for body in bodies:
-        codes, message = _decode_error_body(body)
+        codes, body_messages = _decode_error_body(body)
         provider_codes.update(codes)
-        if message:
-            messages.append(message)
+        messages.extend(body_messages)
     # A JSON body is judged by its messages alone: other members (JSON-RPC data, metadata) are
     # not the provider's statement of what failed.
     source_text = "\n".join(messages) if bodies else text
-    lines = tuple(stripped for line in source_text.splitlines() if (stripped := line.strip()))
+    lines = _lines(source_text)
+    # Needles are looked for in the whole text: a superset of the lines' (fenced lines included),
+    # which only lets more rules be tried, never fewer.
+    needles = precheck(source_text) if lines else frozenset()
+    status = _status(evidence, bodies)
+    relayed = _relayed(lines, evidence.source) if needles & _RELAY_NEEDLES else None
+    if relayed is not None:
+        relayed_lines: tuple[str, ...] = ()
+        if relayed.body is not None:
+            codes, body_messages = _decode_error_body(relayed.body)
+            provider_codes.update(codes)
+            relayed_lines = _lines("\n".join(body_messages))
+        if relayed.code:
+            provider_codes.add(relayed.code)
+        if relayed.message:
+            relayed_lines = (relayed.message.strip(), *relayed_lines)
+        if relayed_lines:
+            lines = relayed_lines + lines
+            needles = needles | precheck("\n".join(relayed_lines))
+        if status is None:
+            status = relayed.status
     return Facts(
         evidence=evidence,
-        status=_status(evidence, bodies),
+        status=status,
         provider_codes=frozenset(provider_codes),
         lines=lines,
-        needles_found=precheck(source_text) if lines else frozenset(),
+        needles_found=needles,
     )
+
+
+def _lines(text: str) -> tuple[str, ...]:
+    """Stripped, non-empty lines, without those inside a Markdown code fence: an answer's example
+    of an error body is text about a failure, never the failure."""
+    if "```" not in text and "~~~" not in text:
+        return tuple(stripped for line in text.splitlines() if (stripped := line.strip()))
+    kept = []
+    fenced = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif stripped and not fenced:
+            kept.append(stripped)
+    return tuple(kept)
+
+
+def _relayed(lines: tuple[str, ...], source: Source) -> Relayed | None:
+    """The error an agent or SDK relayed on one line; the last such line is the one raised."""
+    python_reprs = source in _LOG_SOURCES
+    for line in reversed(lines):
+        found = relayed_error(line, python_reprs=python_reprs)
+        if found is not None:
+            return found
+    return None
 
 
 def _status(evidence: Evidence, bodies: list[Any]) -> int | None:
@@ -199,12 +273,21 @@ def _positive(value: int | None) -> int | None:
     return value if isinstance(value, int) and value > 0 else None
 
 
-def _json_bodies(text: str) -> list[Any]:
+def _json_bodies(text: str, source: Source) -> list[Any]:
+    """Error bodies in ``text``, read only where a body is what the source carries.
+
+    An HTTP response or stream event is a body (Gemini's OpenAI-compatible endpoint wraps it in a
+    list), and so is the JSON-RPC error built for an ACP prompt. An agent's chunk or stderr is
+    text: JSON in it is a tool's output, a log line or an example, never the failure itself."""
+    if source not in _BODY_SOURCES:
+        return []
     stripped = text.strip()
-    if stripped.startswith("{"):
+    if stripped.startswith(("{", "[")):
         body = _loads(stripped)
+        if isinstance(body, list):
+            return [item for item in body[:_SSE_DATA_LINES_PARSED] if isinstance(item, dict)]
         return [body] if isinstance(body, dict) else []
-    if "data:" not in text:
+    if source not in _HTTP_SOURCES or "data:" not in text:
         return []
     bodies = []
     for line in text.splitlines():
@@ -225,18 +308,32 @@ def _loads(raw: str) -> Any:
         return None
 
 
-def _decode_error_body(body: dict[str, Any]) -> tuple[set[str], str]:
-    """Error types/codes and the human message of an Anthropic, OpenAI or JSON-RPC error body."""
+def _decode_error_body(body: dict[str, Any], *, depth: int = 0) -> tuple[set[str], list[str]]:
+    """Error types/codes and human messages of an Anthropic, OpenAI, Google, Bedrock, OpenRouter
+    or JSON-RPC error body. Google's ``status`` and ``details`` name the cause more precisely
+    than its HTTP code; OpenRouter's ``metadata.raw`` is the upstream's own answer."""
     error = body.get("error")
     node = error if isinstance(error, dict) else body
     codes: set[str] = set()
-    for key in ("type", "code"):
+    for key in ("type", "code", "status"):
         value = node.get(key)
-        if isinstance(value, bool):
+        if isinstance(value, bool) or (key == "status" and not isinstance(value, str)):
             continue
         if isinstance(value, (str, int)) and str(value) != "error":
             codes.add(str(value).strip().lower())
-    message = node.get("message")
+    codes |= google_detail_codes(node.get("details"))
+    message = node.get("message", node.get("Message"))
     if not isinstance(message, str) and isinstance(error, str):
         message = error  # some gateways send {"error": "text"}
-    return codes, message if isinstance(message, str) else ""
+    messages = [message] if isinstance(message, str) and message else []
+    metadata = node.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if isinstance(raw, str) and raw.strip():
+        inner = _loads(raw) if raw.lstrip().startswith("{") and depth == 0 else None
+        if isinstance(inner, dict):
+            inner_codes, inner_messages = _decode_error_body(inner, depth=depth + 1)
+            codes |= inner_codes
+            messages = inner_messages + messages
+        else:
+            messages.append(raw[:1024])
+    return codes, messages

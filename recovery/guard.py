@@ -6,7 +6,15 @@ them. Before commit a failure is safe to retry or fail over; after it, the expos
 failure tells the policy that replaying would show the viewer the same output twice.
 
 Timeouts are enforced by a watchdog thread that shuts the attempt's socket down, because a
-thread blocked in recv() cannot be woken any other way; the same path serves cancellation.
+thread blocked in recv() cannot be woken any other way; the same path serves cancellation. Three
+of them, all configurable per target (``StreamTimeouts``):
+
+- first chunk: from the request until the provider's first byte after the headers. Any byte
+  counts (a ping, a keepalive, message_start): a provider that pings while it reasons is alive.
+- idle: between any two reads, pings included.
+- no progress: without a user-visible event (text, thinking, a whole tool call), before the
+  first one and between later ones. A reasoning model that pings but shows nothing is cut only
+  here, so a target serving one sets this high; thinking deltas are progress and keep it alive.
 """
 
 from __future__ import annotations
@@ -251,9 +259,14 @@ class GuardedStream:
         t = self._timeouts
         waits: list[float] = []
         if not self._committed:
-            left = self._opened_at + t.first_chunk_s - now
+            if not self.bytes_received:
+                left = self._opened_at + t.first_chunk_s - now
+                if left <= 0:
+                    return _Abort(Kind.TIMEOUT, f"no response within {t.first_chunk_s:g} s"), 0.0
+                waits.append(left)
+            left = self._opened_at + t.no_progress_s - now
             if left <= 0:
-                return _Abort(Kind.TIMEOUT, f"no output within {t.first_chunk_s:g} s"), 0.0
+                return _Abort(Kind.TIMEOUT, f"no output within {t.no_progress_s:g} s"), 0.0
             waits.append(left)
         waiting_since = self._waiting_since
         if waiting_since is not None:

@@ -53,6 +53,9 @@ class Judgement:
     decision: Decision
     record: AttemptRecord
     evidence: Evidence  # as judged: for a whole-prompt replay, with the exposure the judge used
+    # The budget as judged: the failed call's deadline started (``Budget.record_failure``); the
+    # caller persists this one.
+    budget: Budget
     replay: ReplayDisposition | None = None  # whether the whole prompt may be sent again (ACP)
 
 
@@ -79,7 +82,9 @@ def judge(
 
     ``attempt`` is the 1-based number of the failed call within the turn (for the record).
     ``replay``: what a failed whole-prompt attempt showed (ACP); a refused replay is manual.
+    The failed call's deadline runs from its first failure, which may be this one.
     """
+    budget = budget.record_failure(clock=clock)
     disposition = None
     if replay is None:
         classification = classify(evidence)
@@ -110,6 +115,7 @@ def judge(
         classification=classification,
         decision=decision,
         evidence=evidence,
+        budget=budget,
         replay=disposition,
         record=call_record(
             attempt=attempt,

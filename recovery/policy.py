@@ -6,9 +6,15 @@ The order of questions is the order of safety:
    fallback-eligible (a withdrawn model) and an unvisited fallback remains: fail over.
 3. Are attempts left? If not: manual, saying how many were made.
 4. How long must we wait? The jittered ladder delay, raised to the provider's Retry-After
-   (a floor, capped); for a rate limit whose reset is further away than that, the reset itself.
+   (a floor); for a rate limit whose reset is further away than that, the reset itself. A
+   Retry-After beyond ``retry_after_cap_s`` (other than a rate limit's) is not shortened to the
+   cap, since the provider would refuse us again: fail over, or hand back naming the wait.
 5. Does that wait fit in the deadline? Yes: retry (or wait for the reset). No: fail over to an
-   unvisited fallback at once when the code allows it, else manual.
+   unvisited fallback at once when the code allows it, else manual, naming the wait.
+
+The provider's ``x-should-retry`` is honoured both ways: ``false`` stops a transient failure
+from being retried, ``true`` lets a failure the catalogue does not know be retried on the ladder
+(the provider itself says it is temporary). Every provider hint is bounded (PROVIDER_WAIT_LIMIT_S).
 
 WAIT_FOR_RESET is chosen only for ``rate_limited`` when the provider's own reset time is later
 than the capped retry wait yet still inside the deadline: retrying before a known reset would be
@@ -32,10 +38,16 @@ from recovery.wording import (
     hard_message,
     out_of_time_message,
     post_exposure_message,
+    provider_refused_retry_message,
+    provider_wait_message,
     retry_message,
+    turn_cap_message,
     unclassified_message,
     wait_for_reset_message,
 )
+
+# A hint beyond this is not a wait anyone honours: read as this much (failures.HINT_LIMIT_MS too).
+PROVIDER_WAIT_LIMIT_S = 30 * 86_400.0
 
 
 class Action(enum.StrEnum):
@@ -81,10 +93,13 @@ def decide(
     code = classification.code
     if evidence.exposure.is_user_visible:
         return manual(post_exposure_message(code))
-    if classification.klass is Klass.UNCLASSIFIED or code is Code.UNCLASSIFIED:
+    unclassified = classification.klass is Klass.UNCLASSIFIED or code is Code.UNCLASSIFIED
+    if unclassified and evidence.should_retry is not True:
         return manual(unclassified_message())
+    if classification.klass is Klass.TRANSIENT and evidence.should_retry is False:
+        return manual(provider_refused_retry_message(code))
     provider_wait_s = _provider_wait_s(evidence, classification, now=now)
-    if classification.klass is not Klass.TRANSIENT:
+    if classification.klass is Klass.HARD:
         # A hard failure that names this target (a withdrawn model) may still succeed elsewhere.
         fallback = _next_fallback(fallbacks, budget.visited_targets)
         can_move = budget.attempts_left > 0 and budget.remaining_s(clock=clock) > 0
@@ -95,21 +110,35 @@ def decide(
         return manual(exhausted_message(code, attempts=budget.retries))
 
     ladder_s = _jittered(settings.delay_after_s(failed_attempt), settings.jitter, rng)
-    retry_after_s = _seconds(evidence.retry_after_ms)
-    floor_s = min(retry_after_s, settings.retry_after_cap_s)
-    wait_s = max(ladder_s, floor_s)
+    retry_after_s = min(_seconds(evidence.retry_after_ms), PROVIDER_WAIT_LIMIT_S)
+    wait_s = max(ladder_s, min(retry_after_s, settings.retry_after_cap_s))
     action = Action.RETRY
     if code is Code.RATE_LIMITED and provider_wait_s > wait_s:
         action, wait_s = Action.WAIT_FOR_RESET, provider_wait_s
 
     remaining_s = budget.remaining_s(clock=clock)
+    # Retrying before the provider's own Retry-After would be refused again, so a hint past the
+    # cap is not shortened to it (a rate limit's reset is waited for within the deadline).
+    beyond_cap = action is Action.RETRY and retry_after_s > settings.retry_after_cap_s
     # The provider says it will refuse us for longer than we may wait: waiting less is futile.
-    if wait_s > remaining_s or provider_wait_s > remaining_s:
+    if beyond_cap or wait_s > remaining_s or provider_wait_s > remaining_s:
         fallback = _next_fallback(fallbacks, budget.visited_targets)
         if classification.fallback_eligible and fallback is not None and remaining_s > 0:
             return _failover(classification, budget, fallback, now=now)
-        if provider_wait_s > remaining_s:
+        if code in _RESETTING and provider_wait_s > remaining_s:
             return manual(hard_message(code, resets_in_s=provider_wait_s))
+        if beyond_cap or provider_wait_s > remaining_s:
+            limit_s = settings.retry_after_cap_s if beyond_cap else remaining_s
+            return manual(
+                provider_wait_message(
+                    code, wait_s=max(retry_after_s, provider_wait_s), limit_s=limit_s,
+                    limit_is_cap=beyond_cap,
+                )
+            )
+        if budget.turn_cap_binds(clock=clock):
+            return manual(
+                turn_cap_message(code, turn_elapsed_s=budget.turn_elapsed_s(clock=clock))
+            )
         return manual(out_of_time_message(code, elapsed_s=budget.elapsed_s(clock=clock)))
 
     next_attempt = budget.retries + 1
@@ -185,7 +214,11 @@ def _provider_wait_s(evidence: Evidence, classification: Classification, *, now:
     if reset_at_ms:
         waits.append(max(reset_at_ms / 1000.0 - now, 0.0))
     wait = max(waits)
-    return wait if math.isfinite(wait) else 0.0
+    return min(wait, PROVIDER_WAIT_LIMIT_S) if math.isfinite(wait) else 0.0
+
+
+# Codes whose provider wait is a limit's reset ("the limit resets in 3 hours").
+_RESETTING = frozenset({Code.RATE_LIMITED, Code.QUOTA_LIMITED})
 
 
 def _next_fallback(fallbacks: Sequence[str], visited: Sequence[str]) -> str | None:

@@ -344,13 +344,28 @@ _CREDENTIAL_SUBS: tuple[_Sub, ...] = tuple((f.pattern, _replacement(f)) for f in
 
 def _known_value_forms(values: Iterable[str]) -> tuple[str, ...]:
     # Short values would match ordinary words; the longest first, so a value containing another
-    # is replaced whole.
-    forms: set[str] = set()
+    # is replaced whole. The worker's own key values (``worker_values_set``) are always included.
+    forms: set[str] = set(_WORKER_FORMS)
     for value in values:
         if len(value) < 8:
             continue
         forms.update({value, quote(value, safe=""), value.replace("\\", "\\\\").replace('"', '\\"')})
     return tuple(sorted(forms, key=len, reverse=True))
+
+
+_WORKER_FORMS: frozenset[str] = frozenset()
+
+
+def worker_values_set(values: Iterable[str]) -> None:
+    """The values of the provider keys configured for this process (the app passes the variables
+    named by KANDEV_PROVIDER_KEY_ENVS at start-up): every redaction in the process removes them,
+    in every form, whatever their shape, on every path (output, errors, logs, records).
+
+    A process-wide fact set once, like the environment it comes from; calling again replaces it.
+    """
+    global _WORKER_FORMS
+    _WORKER_FORMS = frozenset()
+    _WORKER_FORMS = frozenset(_known_value_forms(values))
 
 
 # ---------------------------------------------------------------------------------------------

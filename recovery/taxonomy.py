@@ -43,6 +43,11 @@ class Kind(enum.StrEnum):
     TRUNCATED = "truncated"
     INVALID_REQUEST = "invalid_request"
     CANCELLED = "cancelled"
+    # Connection failures that name a set-up mistake rather than weather: the adapter tells them
+    # from a plain NETWORK failure by the exception that caused them (see failures.py).
+    CERTIFICATE = "certificate"  # the server's TLS certificate did not verify
+    DNS = "dns"  # the base URL's host name does not resolve
+    REFUSED = "refused"  # nothing listens at a non-local base URL's host and port
     UNKNOWN = "unknown"
 
 
@@ -71,9 +76,15 @@ class Code(enum.StrEnum):
     MISSING_CREDENTIALS = "missing_credentials"
     SUBSCRIPTION_REQUIRED = "subscription_required"
     QUOTA_LIMITED = "quota_limited"
+    BILLING_LIMITED = "billing_limited"
     MODEL_UNAVAILABLE = "model_unavailable"
     PROVIDER_NOT_CONFIGURED = "provider_not_configured"
     INVALID_REQUEST = "invalid_request"
+    REQUEST_TOO_LARGE = "request_too_large"
+    CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+    TLS_CERTIFICATE_FAILED = "tls_certificate_failed"
+    HOST_NOT_FOUND = "host_not_found"
+    CONNECTION_REFUSED = "connection_refused"
     MALFORMED_STREAM = "malformed_stream"
     TRUNCATED_STREAM = "truncated_stream"
     CANCELLED = "cancelled"
@@ -106,7 +117,10 @@ CODE_POLICY: dict[Code, CodePolicy] = {
     Code.PROVIDER_OVERLOADED: CodePolicy(Klass.TRANSIENT, True, "Provider overloaded"),
     Code.MODEL_CAPACITY: CodePolicy(Klass.TRANSIENT, True, "Model at capacity"),
     Code.RATE_LIMITED: CodePolicy(Klass.TRANSIENT, True, "Rate limited"),
-    Code.AGENT_TRANSPORT_LOST: CodePolicy(Klass.TRANSIENT, True, "Connection to the agent lost"),
+    # Not fallback-eligible: the loss is the agent's own connection, not the provider's health, so
+    # near the deadline it keeps the selected provider (requirements AC .15), and a chunk that
+    # quotes it never becomes a diagnostic that could authorise a whole-prompt replay.
+    Code.AGENT_TRANSPORT_LOST: CodePolicy(Klass.TRANSIENT, False, "Connection to the agent lost"),
     Code.PROVIDER_RESOURCE_EXHAUSTED: CodePolicy(
         Klass.TRANSIENT, True, "Provider resources exhausted"
     ),
@@ -114,10 +128,27 @@ CODE_POLICY: dict[Code, CodePolicy] = {
     Code.AUTH_REQUIRED: CodePolicy(Klass.HARD, False, "Authentication required"),
     Code.MISSING_CREDENTIALS: CodePolicy(Klass.HARD, False, "Credentials missing"),
     Code.SUBSCRIPTION_REQUIRED: CodePolicy(Klass.HARD, False, "Subscription required"),
-    Code.QUOTA_LIMITED: CodePolicy(Klass.HARD, False, "Quota or credit exhausted"),
+    # A plan's period quota (per day, per 5 hours): hard, since it resets on the provider's clock,
+    # far beyond a retry ladder; the card says when, if the provider said.
+    Code.QUOTA_LIMITED: CodePolicy(Klass.HARD, False, "Usage quota reached"),
+    # Money: no credit, a spending cap, billing disabled. Nothing resets it but a person paying.
+    Code.BILLING_LIMITED: CodePolicy(Klass.HARD, False, "Billing limit reached"),
     Code.MODEL_UNAVAILABLE: CodePolicy(Klass.HARD, True, "Model unavailable"),
     Code.PROVIDER_NOT_CONFIGURED: CodePolicy(Klass.HARD, False, "Provider not configured"),
     Code.INVALID_REQUEST: CodePolicy(Klass.HARD, False, "Request rejected"),
+    # Bigger than the target accepts in one request (bytes, or tokens per minute at its tier):
+    # the same request can never succeed there, however long we wait.
+    Code.REQUEST_TOO_LARGE: CodePolicy(Klass.HARD, False, "Request too large for this target"),
+    Code.CONTEXT_LENGTH_EXCEEDED: CodePolicy(
+        Klass.HARD, False, "The conversation is too long for the model"
+    ),
+    # Set-up mistakes in a target (a wrong base URL, a host without a trusted certificate): no
+    # wait fixes them, and the card names which one it is.
+    Code.TLS_CERTIFICATE_FAILED: CodePolicy(
+        Klass.HARD, False, "The provider's TLS certificate could not be verified"
+    ),
+    Code.HOST_NOT_FOUND: CodePolicy(Klass.HARD, False, "The provider's host name does not resolve"),
+    Code.CONNECTION_REFUSED: CodePolicy(Klass.HARD, False, "The provider refused the connection"),
     Code.MALFORMED_STREAM: CodePolicy(Klass.HARD, False, "Provider sent a malformed response"),
     Code.CANCELLED: CodePolicy(Klass.HARD, False, "Cancelled"),
     Code.UNCLASSIFIED: CodePolicy(Klass.UNCLASSIFIED, False, "Unexpected provider error"),
@@ -141,6 +172,7 @@ class Evidence:
     model_id: str | None = None
     generation: int | None = None
     reset_at_ms: int | None = None  # absolute reset hint (epoch ms) from rate-limit headers
+    should_retry: bool | None = None  # the provider's x-should-retry header; None when absent
 
 
 @dataclass(frozen=True, slots=True)

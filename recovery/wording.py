@@ -32,16 +32,31 @@ _HARD_ADVICE = {
     Code.AUTH_REQUIRED: AUTH_ADVICE,
     Code.MISSING_CREDENTIALS: CREDENTIALS_ADVICE,
     Code.SUBSCRIPTION_REQUIRED: "This model needs a subscription the account does not have.",
-    Code.QUOTA_LIMITED: "Add credit or wait for the quota to reset, then resume.",
+    Code.QUOTA_LIMITED: "The quota resets on the provider's schedule; resume after it resets.",
+    Code.BILLING_LIMITED: "The account is out of credit or at its spending limit, which waiting "
+    "does not change. Add credit or raise the limit, then resume.",
     Code.MODEL_UNAVAILABLE: "Choose another model, then resume.",
     Code.PROVIDER_NOT_CONFIGURED: ASK_AN_OPERATOR,
     Code.INVALID_REQUEST: "The provider rejected this request as sent, so resuming would fail "
     "the same way. Start fresh to send your last message in a new context.",
+    Code.REQUEST_TOO_LARGE: "The request is larger than this target accepts at once (its size "
+    "or tokens-per-minute limit), so sending it again would fail the same way. Start fresh with "
+    "a shorter message, or ask an operator for a target with a higher limit.",
+    Code.CONTEXT_LENGTH_EXCEEDED: "It no longer fits in the model's context window, so resuming "
+    "would fail the same way. Start fresh to send your last message in a new context.",
+    Code.TLS_CERTIFICATE_FAILED: "The connection was stopped before anything was sent, because "
+    f"the certificate is not trusted. {ASK_AN_OPERATOR}",
+    Code.HOST_NOT_FOUND: "The target's base URL names a host that does not exist. "
+    + ASK_AN_OPERATOR,
+    Code.CONNECTION_REFUSED: "Nothing accepts connections at the target's base URL. "
+    + ASK_AN_OPERATOR,
     Code.MALFORMED_STREAM: "Its reply could not be read; resume to try again.",
 }
 _RESETTING = frozenset({Code.QUOTA_LIMITED, Code.RATE_LIMITED})
 # Failures whose card says resuming would fail the same way: the card offers no Resume for them.
-RESUME_WOULD_REPEAT = frozenset({Code.INVALID_REQUEST})
+RESUME_WOULD_REPEAT = frozenset(
+    {Code.INVALID_REQUEST, Code.REQUEST_TOO_LARGE, Code.CONTEXT_LENGTH_EXCEEDED}
+)
 
 
 def duration_phrase(seconds: float) -> str:
@@ -90,6 +105,14 @@ def out_of_time_message(code: Code, *, elapsed_s: float) -> str:
     return f"{_persisted(code)} for {duration_phrase(elapsed_s)}; automatic retries have stopped."
 
 
+def turn_cap_message(code: Code, *, turn_elapsed_s: float) -> str:
+    return (
+        f"{_reason(code)}. This turn has already spent {duration_phrase(turn_elapsed_s)}, the "
+        "most automatic recovery may take for one turn; automatic "
+        "retries have stopped."
+    )
+
+
 def hard_message(code: Code, *, resets_in_s: float | None) -> str:
     if code is Code.CANCELLED:
         return "Cancelled."
@@ -97,6 +120,28 @@ def hard_message(code: Code, *, resets_in_s: float | None) -> str:
         return f"{_reason(code)}. The limit resets in {duration_phrase(resets_in_s)}."
     advice = _HARD_ADVICE.get(code, "Retrying would not fix this.")
     return f"{_reason(code)}. {advice}"
+
+
+def provider_wait_message(
+    code: Code, *, wait_s: float, limit_s: float, limit_is_cap: bool
+) -> str:
+    """The provider asked for a wait longer than automatic recovery may take."""
+    limit = (
+        f"the longest wait automatic retry takes ({duration_phrase(limit_s)})"
+        if limit_is_cap
+        else f"the time automatic retry has left ({duration_phrase(limit_s)})"
+    )
+    return (
+        f"{_reason(code)}. The provider asked to wait {duration_phrase(wait_s)} before trying "
+        f"again, longer than {limit}, so it was not retried automatically. Resume after that."
+    )
+
+
+def provider_refused_retry_message(code: Code) -> str:
+    return (
+        f"{_reason(code)}. The provider said this request should not be retried, so it was not "
+        "retried automatically."
+    )
 
 
 def post_exposure_message(code: Code) -> str:

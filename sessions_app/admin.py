@@ -21,6 +21,10 @@ from sessions_app.services import target_fields_check
 from sessions_app.target_rules import target_problems
 from sessions_app.text_rules import name_problem
 
+# The app list beside every page took 300 of 1280 px and squeezed the ladder's lists until their
+# tables scrolled sideways; Home and the breadcrumbs reach every list as well.
+admin.site.enable_nav_sidebar = False
+
 
 class TargetFallbackInline(admin.TabularInline):
     model = TargetFallback
@@ -33,7 +37,17 @@ class ProviderTargetForm(forms.ModelForm):
 
     class Meta:
         model = ProviderTarget
-        fields = ["name", "kind", "agent_kind", "base_url", "model", "api_key_env"]
+        fields = [
+            "name",
+            "kind",
+            "agent_kind",
+            "base_url",
+            "model",
+            "api_key_env",
+            "first_chunk_timeout_s",
+            "idle_timeout_s",
+            "no_progress_timeout_s",
+        ]
         help_texts = {
             "base_url": "Empty for the provider's default. Its host must be listed in "
             "KANDEV_PROVIDER_HOSTS. For an ACP agent, what the agent's own base-URL variable "

@@ -40,6 +40,7 @@ from sessions_app.api_schemas import (
     TargetOut,
     TaskIn,
     TaskOut,
+    TaskPatchIn,
     ValidationErrorOut,
 )
 from sessions_app.errors import (
@@ -51,6 +52,7 @@ from sessions_app.errors import (
     UnknownReference,
 )
 from sessions_app.models import ProviderTarget, Session, Task
+from sessions_app.services import board as board_services
 from sessions_app.services import recovery as recovery_services
 
 api = NinjaAPI(
@@ -124,6 +126,7 @@ def _task_out(task: Task) -> dict:
         "id": task.pk,
         "title": task.title,
         "status": task.status,
+        "archived": task.archived_at is not None,
         "created": task.created_at,
         "sessions": [s.pk for s in task.sessions.all()],
     }
@@ -161,6 +164,21 @@ def tasks_list(request: HttpRequest) -> list[dict]:
 def tasks_create(request: HttpRequest, payload: TaskIn) -> Status:
     task = services.task_create(owner=request.auth, title=payload.title)
     return Status(201, _task_out(task))
+
+
+@api.patch("/v1/tasks/{task_id}", response={200: TaskOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING})
+def tasks_update(request: HttpRequest, task_id: int, payload: TaskPatchIn) -> Status | dict:
+    """Rename, archive or unarchive one of the caller's tasks; a foreign id is a plain 404."""
+    task = selectors.task_for_user(user=request.auth, task_id=task_id)
+    if task is None:
+        return Status(404, NOT_FOUND)
+    if payload.title is not None:
+        board_services.task_rename(task=task, title=payload.title)
+    if payload.archived is True:
+        board_services.task_archive(task=task)
+    elif payload.archived is False:
+        board_services.task_unarchive(task=task)
+    return _task_out(selectors.task_for_user(user=request.auth, task_id=task_id))
 
 
 @api.post("/v1/sessions", response={201: SessionOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING})

@@ -80,8 +80,16 @@ class TaskOut(Schema):
     id: int
     title: str
     status: str
+    archived: bool
     created: datetime
     sessions: list[int]
+
+
+class TaskPatchIn(BodyIn):
+    """Rename (``title``) and/or archive or bring back (``archived``); absent fields stay."""
+
+    title: Name | None = Field(default=None, min_length=1, max_length=200)
+    archived: bool | None = None
 
 
 class SessionIn(BodyIn):

@@ -22,6 +22,8 @@ MessageDict = {"id", "role", "text", "status", "incomplete", "generation" (numbe
 
 Channel-layer group message (what consumers receive):
   {"type": "session.event", "seq": int, "event": str, "payload": dict}
+  {"type": "board.changed"}    to board_group_name(owner id) after any of BOARD_EVENTS, and after
+                               a task or session of that owner is created, renamed or archived
 """
 
 MESSAGE_CREATED = "message.created"
@@ -47,5 +49,15 @@ ALL = frozenset(
 )
 
 
+# Events that change what a board card shows (a session's state, its generation's, its banner).
+BOARD_EVENTS = frozenset({SESSION_UPDATED, GENERATION_UPDATED, NOTICE_UPSERTED, NOTICE_DELETED})
+
+
 def group_name(session_id: int) -> str:
     return f"session-{session_id}"
+
+
+def board_group_name(user_id: int) -> str:
+    """One group per user: the owner's open boards. A board push is a hint to re-read (no seq,
+    no payload worth trusting); the board consumer reads that user's tasks from Postgres."""
+    return f"board-user-{user_id}"

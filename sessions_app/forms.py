@@ -12,7 +12,17 @@ from sessions_app.models import ProviderTarget
 
 class SessionCreateForm(forms.Form):
     title = forms.CharField(max_length=200, strip=True)
-    target = forms.ModelChoiceField(queryset=ProviderTarget.objects.all())
+    target = forms.ModelChoiceField(
+        queryset=ProviderTarget.objects.all(),
+        error_messages={"invalid_choice": "Pick one of the listed targets."},
+    )
+    # Empty: a new task named after the session. Otherwise the id of one of the user's tasks
+    # (checked by the view against the user's own tasks, so a foreign id is a 404).
+    task = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+
+
+class TaskRenameForm(forms.Form):
+    title = forms.CharField(max_length=200, strip=True)
 
 
 class PromptForm(forms.Form):

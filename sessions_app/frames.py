@@ -139,6 +139,12 @@ def frame_parts(frame: str) -> list[str]:
     return [_PART_PREFIX.format(i, count) + part for i, part in enumerate(slices, start=1)]
 
 
+def board_frame(*, columns: list[dict[str, Any]], now_ms: int | None = None) -> str:
+    """The board's columns as one out-of-band swap of ``#board-columns``."""
+    context = {"columns": columns, "oob": True, "server_now_ms": now_ms or wall_clock_ms()}
+    return render_to_string("sessions_app/partials/board_columns.html", context)
+
+
 def error_frame(*, code: str, message: str) -> str:
     return format_html(
         '<div id="ws-error" data-kind="error" data-code="{}" hx-swap-oob="true" hidden>{}</div>',

@@ -6,6 +6,7 @@ Models hold data and invariants only; writes live in services.py, reads in selec
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 
@@ -31,6 +32,28 @@ class ProviderTarget(models.Model):
     # ACP only: which agent of the registry (sessions_app/agent/registry.py) runs the prompts.
     # A kind, never a command line: what an agent process runs is decided by code, not by data.
     agent_kind = models.CharField(max_length=20, choices=AgentKind.choices, blank=True)
+    # Stream timeouts in seconds for this target's model calls; empty means the worker's default
+    # (KANDEV_FIRST_CHUNK_TIMEOUT, KANDEV_IDLE_TIMEOUT, KANDEV_NO_PROGRESS_TIMEOUT). A reasoning
+    # model that thinks silently for minutes gets a longer no-progress timeout here.
+    first_chunk_timeout_s = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.1), MaxValueValidator(3600)],
+        help_text="Seconds until the provider's first byte after the headers (empty: default).",
+    )
+    idle_timeout_s = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.1), MaxValueValidator(3600)],
+        help_text="Seconds without any byte, pings included (empty: default).",
+    )
+    no_progress_timeout_s = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.1), MaxValueValidator(3600)],
+        help_text="Seconds without new output (text, thinking, a tool call), before the first "
+        "and between later ones (empty: default).",
+    )
     fallbacks = models.ManyToManyField(
         "self", through="TargetFallback", symmetrical=False, related_name="+", blank=True
     )
@@ -71,11 +94,14 @@ class Task(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks")
     title = models.CharField(max_length=200)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    # Archived tasks leave the board (they are listed under "Archived") and keep everything.
+    archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["owner", "archived_at"])]
 
     def __str__(self) -> str:
         return self.title

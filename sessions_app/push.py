@@ -13,7 +13,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from sessions_app.events import group_name
+from sessions_app.events import board_group_name, group_name
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,18 @@ def event_push(*, session_id: int, seq: int, event: str, payload: dict[str, Any]
         )
     except Exception:
         logger.warning("push of session %s seq %s failed", session_id, seq, exc_info=True)
+
+
+def board_push(*, owner_id: int) -> None:
+    """Tell the owner's open boards to re-read their tasks. A lost hint costs that board only
+    freshness until the next one (or a reload): the database is the truth."""
+    try:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        async_to_sync(_send)(layer, board_group_name(owner_id), {"type": "board.changed"})
+    except Exception:
+        logger.warning("board push to user %s failed", owner_id, exc_info=True)
 
 
 async def _send(layer: Any, group: str, message: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.urls import re_path
 
+from sessions_app.board_consumer import BoardConsumer
 from sessions_app.consumers import CLOSE_NOT_FOUND, SessionConsumer
 
 
@@ -16,6 +17,7 @@ async def no_such_socket(scope: dict[str, Any], receive: Any, send: Any) -> None
 
 
 websocket_urlpatterns = [
+    re_path(r"^ws/board/$", BoardConsumer.as_asgi()),
     re_path(r"^ws/sessions/(?P<session_id>\d+)/$", SessionConsumer.as_asgi()),
     re_path(r"", no_such_socket),
 ]

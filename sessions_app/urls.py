@@ -10,6 +10,10 @@ from sessions_app import views
 urlpatterns = [
     path("", views.board, name="board"),
     path("sessions/new/", views.session_new, name="session_new"),
+    path("tasks/<int:task_id>/", views.task_detail, name="task_detail"),
+    path("tasks/<int:task_id>/rename/", views.task_rename_view, name="task_rename"),
+    path("tasks/<int:task_id>/archive/", views.task_archive_view, name="task_archive"),
+    path("tasks/<int:task_id>/unarchive/", views.task_unarchive_view, name="task_unarchive"),
     path("sessions/<int:session_id>/", views.session_detail, name="session_detail"),
     path("sessions/<int:session_id>/prompts/", views.session_prompt, name="session_prompt"),
     path("sessions/<int:session_id>/stop/", views.session_stop_view, name="session_stop"),

@@ -1,4 +1,5 @@
-"""Pages: the task board, a session's live page, and the composer's two actions.
+"""Pages: the live task board, a task's page (rename, archive, new session in it), a session's
+live page, and the composer's two actions.
 
 Views stay thin: reads through selectors, writes through services, domain errors mapped to HTTP.
 The composer posts over htmx with ``hx-swap="none"``: the transcript and the Send/Stop toggle
@@ -9,6 +10,8 @@ recovery card's Resume / Start fresh work the same way.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -17,14 +20,25 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
-from sessions_app.forms import PromptForm, SessionCreateForm
+from sessions_app.forms import PromptForm, SessionCreateForm, TaskRenameForm
 from sessions_app.frames import wall_clock_ms
-from sessions_app.models import Session
-from sessions_app.selectors import session_for_user, session_snapshot, targets_all, tasks_for_user
+from sessions_app.models import Session, Task
+from sessions_app.selectors import (
+    board_columns,
+    session_for_user,
+    session_snapshot,
+    sessions_recent,
+    target_default,
+    targets_all,
+    task_for_user,
+    tasks_for_user,
+)
 from sessions_app.services import prompt_submit, session_create, session_stop
+from sessions_app.services.board import task_archive, task_rename, task_unarchive
 from sessions_app.services.recovery import retry_cancel, session_recover
 
 NOT_FOUND = "No such session."
+TASK_NOT_FOUND = "No such task."
 
 
 def login_locked_out(request: HttpRequest, *_axes_args: object) -> HttpResponse:
@@ -60,8 +74,42 @@ def _done_elsewhere() -> HttpResponse:
     return HttpResponse(status=204)
 
 
+def _task_or_404(request: HttpRequest, task_id: int) -> Task:
+    task = task_for_user(user=request.user, task_id=task_id)
+    if task is None:
+        # Unknown and foreign tasks alike.
+        raise Http404(TASK_NOT_FOUND)
+    return task
+
+
+def _board_query(request: HttpRequest) -> tuple[str, bool]:
+    return request.GET.get("q", "").strip(), request.GET.get("archived") == "1"
+
+
+def _new_session_context(request: HttpRequest, form: SessionCreateForm) -> dict:
+    targets = targets_all()
+    default = target_default(targets=targets)
+    chosen = form["target"].value() or (default.pk if default else None)
+    return {
+        "form": form,
+        "targets": targets,
+        "chosen_target": str(chosen) if chosen is not None else "",
+        "own_tasks": tasks_for_user(user=request.user).filter(archived_at__isnull=True),
+        "chosen_task": str(form["task"].value() or ""),
+    }
+
+
 def _board(request: HttpRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
-    context = {"tasks": tasks_for_user(user=request.user), "targets": targets_all(), "form": form}
+    query, archived = _board_query(request)
+    params = urlencode({k: v for k, v in (("q", query), ("archived", "1" if archived else "")) if v})
+    context = {
+        **_new_session_context(request, form),
+        "columns": board_columns(user=request.user, query=query, archived=archived),
+        "query": query,
+        "archived": archived,
+        "ws_path": "/ws/board/" + (f"?{params}" if params else ""),
+        "server_now_ms": wall_clock_ms(),
+    }
     return render(request, "sessions_app/board.html", context, status=status)
 
 
@@ -74,18 +122,79 @@ def board(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def session_new(request: HttpRequest) -> HttpResponse:
+    """A new session: under one of the user's tasks (``task``), or under a new task."""
     form = SessionCreateForm(request.POST)
     if not form.is_valid():
         return _board(request, form, status=422)
+    task = None
+    if form.cleaned_data["task"]:
+        task = _task_or_404(request, form.cleaned_data["task"])
     try:
         session = session_create(
-            owner=request.user, target=form.cleaned_data["target"], title=form.cleaned_data["title"]
+            owner=request.user,
+            target=form.cleaned_data["target"],
+            title=form.cleaned_data["title"],
+            task=task,
         )
     except InvalidInput as error:
         field = error.field if error.field in form.fields else None
         form.add_error(field, f"{error.field.capitalize()} {error.message}.")
         return _board(request, form, status=422)
     return redirect("session_detail", session_id=session.pk)
+
+
+def _task_page(
+    request: HttpRequest,
+    task: Task,
+    *,
+    rename_form: TaskRenameForm | None = None,
+    session_form: SessionCreateForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    session_form = session_form or SessionCreateForm(initial={"task": task.pk})
+    context = {
+        **_new_session_context(request, session_form),
+        "task": task,
+        "sessions": list(task.sessions.select_related("target").order_by("-updated_at", "-id")),
+        "rename_form": rename_form or TaskRenameForm(initial={"title": task.title}),
+    }
+    return render(request, "sessions_app/task.html", context, status=status)
+
+
+@require_GET
+@login_required
+def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
+    return _task_page(request, _task_or_404(request, task_id))
+
+
+@require_POST
+@login_required
+def task_rename_view(request: HttpRequest, task_id: int) -> HttpResponse:
+    task = _task_or_404(request, task_id)
+    form = TaskRenameForm(request.POST)
+    if form.is_valid():
+        try:
+            task_rename(task=task, title=form.cleaned_data["title"])
+            return redirect("task_detail", task_id=task.pk)
+        except InvalidInput as error:
+            form.add_error("title", f"The title {error.message}.")
+    return _task_page(request, task, rename_form=form, status=422)
+
+
+@require_POST
+@login_required
+def task_archive_view(request: HttpRequest, task_id: int) -> HttpResponse:
+    task = _task_or_404(request, task_id)
+    task_archive(task=task)
+    return redirect("board")
+
+
+@require_POST
+@login_required
+def task_unarchive_view(request: HttpRequest, task_id: int) -> HttpResponse:
+    task = _task_or_404(request, task_id)
+    task_unarchive(task=task)
+    return redirect("task_detail", task_id=task.pk)
 
 
 def _session_page(
@@ -97,6 +206,7 @@ def _session_page(
         "max_prompt_chars": settings.KANDEV_MAX_PROMPT_CHARS,
         "draft": draft,
         "error": error,
+        "recent_sessions": sessions_recent(user=request.user),
         # The retry banner's countdown measures the browser's clock against this (see frames.py).
         "server_now_ms": wall_clock_ms(),
     }

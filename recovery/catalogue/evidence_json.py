@@ -63,7 +63,9 @@ def _convert(key: str, value: Any) -> Any:
         if not isinstance(value, str):
             raise BadEvidence(f"bad value for {key!r}: expected a string")
         return value
-    if key == "terminal_seen":
+    if key == "should_retry" and value is None:
+        return None
+    if key in ("terminal_seen", "should_retry"):
         if not isinstance(value, bool):
             raise BadEvidence(f"bad value for {key!r}: {value!r} (expected true or false)")
         return value

@@ -56,19 +56,34 @@ class Rule:
     sources: frozenset[Source] = frozenset()  # empty: any source
     line: re.Pattern[str] | None = None  # matched with re.match on each stripped line
     line_check: Callable[[str], bool] | None = None  # for shapes a regex states badly
-    needles: tuple[str, ...] = ()  # lower-case literals: any line this rule matches has one
+    # Lower-case literals, one of which any line this rule matches contains: the pre-check's,
+    # so only for a text rule that no structured condition gates (see ``gated_by_precheck``).
+    needles: tuple[str, ...] = ()
     veto_cancellation: bool = False
 
     @property
     def reads_text(self) -> bool:
         return self.line is not None or self.line_check is not None
 
+    @property
+    def is_structured(self) -> bool:
+        return bool(self.statuses or self.provider_codes or self.kinds or self.phases)
+
+    @property
+    def gated_by_precheck(self) -> bool:
+        """A text rule only the pre-check's needles gate. A structured rule that also reads a
+        line is a candidate only when its status or code is present (rare: an error body), so
+        it adds nothing to the scan every ordinary chunk of prose pays for."""
+        return self.reads_text and not self.is_structured
+
     def matches(self, facts: Facts) -> bool:
         if not self._structured_conditions_hold(facts):
             return False
         if not self.reads_text:
             return True
-        if not any(needle in facts.needles_found for needle in self.needles):
+        if self.gated_by_precheck and not any(
+            needle in facts.needles_found for needle in self.needles
+        ):
             return False
         return any(self.matches_line(line) for line in facts.lines)
 

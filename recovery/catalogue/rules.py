@@ -11,13 +11,47 @@ from __future__ import annotations
 import re
 
 from recovery.catalogue.model import Rule, Tier
-from recovery.catalogue.signatures import is_cursor_exhausted_frame, is_cursor_transport_frame
+from recovery.catalogue.signatures import (
+    is_cursor_auth_frame,
+    is_cursor_exhausted_frame,
+    is_cursor_quota_frame,
+    is_cursor_transport_frame,
+)
 from recovery.taxonomy import Code, Confidence, Kind, Phase, Source
 
 S, E, B = Tier.STRUCTURED, Tier.EXACT, Tier.BROAD
 # An HTTP error response or an error event in a provider's stream: the only places where a bare
 # word such as "requests" or "overloaded" is a provider's error type rather than anyone's prose.
 _ERROR_BODY = frozenset({Source.HTTP, Source.SSE})
+# Everything but an agent's answer chunk: where a provider's sentence (not its error type) is
+# the failure speaking. A chunk is the agent talking, and agents quote errors in their answers.
+_NOT_A_CHUNK = frozenset(
+    {Source.HTTP, Source.SSE, Source.ACP_PROMPT, Source.STDERR, Source.EXIT}
+)
+# An agent's own log: where a Python SDK's exception line is the agent's failure.
+_AGENT_LOG = frozenset({Source.STDERR, Source.EXIT})
+# The openings of the providers' context-window refusals (Anthropic, OpenAI and its compatibles,
+# OpenRouter, Gemini, Bedrock), matched at the start of the error message.
+_CONTEXT_LENGTH = (
+    r"(?:prompt is too long: \d+ tokens > \d+ maximum"
+    r"|input length and `max_tokens` exceed context limit"
+    r"|This (?:model's|endpoint's) maximum context length is \d+ tokens"
+    r"|The input token count \(\d+\) exceeds the maximum number of tokens allowed"
+    r"|Input is too long for requested model)"
+)
+# A limit counted per day: a quota that resets on the provider's clock, not a burst to wait out.
+_PER_DAY = r".*\bper[ -]day\b"
+_RATE_LIMIT_CODES = frozenset(
+    {
+        "rate_limit_exceeded",
+        "rate_limit_error",
+        "throttlingexception",
+        "throttling_error",
+        "resource_exhausted",
+        "requests",
+        "tokens",
+    }
+)
 
 # Claude agents print provider failures as "API Error: ..." and ACP wraps them in the JSON-RPC
 # "Internal error: " prefix; nothing else may precede the signature on its line.
@@ -52,17 +86,52 @@ RULES: tuple[Rule, ...] = (
         provider_codes=frozenset({"-32800"}),
         why_narrow="ACP reserves JSON-RPC -32800 for a cancelled request and nothing else.",
     ),
-    # ---- structured: provider error types that override their HTTP status ------------------
+    # ---- structured: connection failures that name a set-up mistake --------------------------
     Rule(
-        id="anthropic.credit_balance_too_low.v1",
-        code=Code.QUOTA_LIMITED,
+        id="evidence.tls_certificate.v1",
+        code=Code.TLS_CERTIFICATE_FAILED,
+        tier=S,
+        kinds=frozenset({Kind.CERTIFICATE}),
+        why_narrow="The adapter saw certificate verification fail: the target's set-up, not weather.",
+    ),
+    Rule(
+        id="evidence.host_not_found.v1",
+        code=Code.HOST_NOT_FOUND,
+        tier=S,
+        kinds=frozenset({Kind.DNS}),
+        why_narrow="The adapter saw the base URL's host name fail to resolve (no such name).",
+    ),
+    Rule(
+        id="evidence.connection_refused.v1",
+        code=Code.CONNECTION_REFUSED,
+        tier=S,
+        kinds=frozenset({Kind.REFUSED}),
+        why_narrow=(
+            "A refusal at a non-local base URL; the adapter keeps a refused loopback (a local "
+            "proxy still starting) as a plain network failure."
+        ),
+    ),
+    # ---- structured: money, named by the body whatever status carries it ---------------------
+    Rule(
+        id="anthropic.credit_balance_too_low.v2",
+        code=Code.BILLING_LIMITED,
         tier=S,
         provider_codes=frozenset({"invalid_request_error", "billing_error"}),
         line=_line(r"Your credit balance is too low\b"),
-        needles=("credit balance is too low",),
         why_narrow=(
             "Anthropic reports an empty balance as a 400 invalid_request_error; only that error "
             "type with this exact opening sentence is money, not a malformed request."
+        ),
+    ),
+    Rule(
+        id="anthropic.usage_limits_reached.v1",
+        code=Code.BILLING_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"invalid_request_error"}),
+        line=_line(r"You have reached your specified API usage limits\b"),
+        why_narrow=(
+            "Anthropic's spend-limit refusal, also an invalid_request_error; the exact opening "
+            "sentence of the message and nothing looser."
         ),
     ),
     Rule(
@@ -71,25 +140,197 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         provider_codes=frozenset({"proxy_error"}),
         line=_line(r"All account credentials were refused by the upstream provider\b"),
-        needles=("credentials were refused",),
         why_narrow=(
             "A subscription proxy's proxy_error with this exact sentence: every account was "
             "refused, whatever gateway status carries it, so it must beat a 5xx status."
         ),
     ),
     Rule(
-        id="openai.insufficient_quota.v1",
-        code=Code.QUOTA_LIMITED,
+        id="openai.insufficient_quota.v2",
+        code=Code.BILLING_LIMITED,
         tier=S,
         provider_codes=frozenset({"insufficient_quota"}),
-        why_narrow="OpenAI's error code for spent quota; it arrives as a 429 and must beat it.",
+        why_narrow=(
+            "OpenAI's code for an account without credit (its message says 'check your plan and "
+            "billing details'); it arrives as a 429 and must beat it."
+        ),
     ),
     Rule(
-        id="anthropic.billing_error.v1",
-        code=Code.QUOTA_LIMITED,
+        id="openai.billing_hard_limit_reached.v2",
+        code=Code.BILLING_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"billing_hard_limit_reached"}),
+        why_narrow=(
+            "OpenAI's code for a reached spending cap; it arrives as a 400 invalid_request_error "
+            "and must beat that type."
+        ),
+    ),
+    Rule(
+        id="anthropic.billing_error.v2",
+        code=Code.BILLING_LIMITED,
         tier=S,
         provider_codes=frozenset({"billing_error"}),
         why_narrow="Anthropic's billing error type, whatever status carries it (402 or 429).",
+    ),
+    Rule(
+        id="http.payment_required.402.v2",
+        code=Code.BILLING_LIMITED,
+        tier=S,
+        statuses=frozenset({402}),
+        why_narrow=(
+            "402 means money (DeepSeek's and OpenRouter's empty balance), which waiting does not "
+            "bring; it beats the invalid_request_error code DeepSeek sends with it."
+        ),
+    ),
+    Rule(
+        id="google.billing_disabled.v1",
+        code=Code.BILLING_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"billing_disabled"}),
+        why_narrow="Google's ErrorInfo reason for a project without billing, inside a 403.",
+    ),
+    Rule(
+        id="google.api_key_invalid.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=S,
+        provider_codes=frozenset({"api_key_invalid"}),
+        why_narrow=(
+            "Google sends a bad key as 400 INVALID_ARGUMENT; only the ErrorInfo reason "
+            "API_KEY_INVALID says it is the key, so it must beat the 400."
+        ),
+    ),
+    # ---- structured: requests that can never succeed as sent -----------------------------------
+    Rule(
+        id="http.request_too_large.413.v2",
+        code=Code.REQUEST_TOO_LARGE,
+        tier=S,
+        statuses=frozenset({413}),
+        why_narrow=(
+            "413 is the request's size (bytes, or Groq's tokens-per-minute cap at the account's "
+            "tier), the same on every attempt; it beats the rate-limit code Groq sends with it."
+        ),
+    ),
+    Rule(
+        id="anthropic.request_too_large.v2",
+        code=Code.REQUEST_TOO_LARGE,
+        tier=S,
+        provider_codes=frozenset({"request_too_large"}),
+        why_narrow="Anthropic's type for a request over its byte limit, whatever carries it.",
+    ),
+    Rule(
+        id="groq.request_too_large.tpm.v1",
+        code=Code.REQUEST_TOO_LARGE,
+        tier=S,
+        provider_codes=frozenset({"rate_limit_exceeded", "tokens"}),
+        line=_line(r"Request too large for model\b"),
+        why_narrow=(
+            "Groq's refusal of one request bigger than the per-minute token cap, when no 413 "
+            "came with it (a stream error): its rate-limit code would otherwise retry it."
+        ),
+    ),
+    Rule(
+        id="openai.context_length_exceeded.v1",
+        code=Code.CONTEXT_LENGTH_EXCEEDED,
+        tier=S,
+        provider_codes=frozenset({"context_length_exceeded", "codex.context_window_exceeded"}),
+        why_narrow="The providers' (and Codex's) own code for a conversation over the window.",
+    ),
+    Rule(
+        id="context_length.message.v1",
+        code=Code.CONTEXT_LENGTH_EXCEEDED,
+        tier=S,
+        provider_codes=frozenset(
+            {"invalid_request_error", "invalid_argument", "validationexception"}
+        ),
+        line=_line(_CONTEXT_LENGTH),
+        why_narrow=(
+            "An invalid-request type whose message opens with a provider's own context-window "
+            "sentence; the same type with any other message stays a rejected request."
+        ),
+    ),
+    Rule(
+        id="context_length.message.400.v1",
+        code=Code.CONTEXT_LENGTH_EXCEEDED,
+        tier=S,
+        statuses=frozenset({400}),
+        line=_line(_CONTEXT_LENGTH),
+        why_narrow=(
+            "A 400 with no error type (OpenRouter) whose message opens with a context-window "
+            "sentence; anchored, so a 400 quoting one mid-message stays a rejected request."
+        ),
+    ),
+    # ---- structured: a quota counted per day is not a burst to wait out ------------------------
+    Rule(
+        id="rate_limit.per_day.429.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=S,
+        statuses=frozenset({429}),
+        line=_line(_PER_DAY),
+        why_narrow=(
+            "A 429 whose message names a per-day limit (OpenAI and Groq RPD/TPD, OpenRouter's "
+            "free-models-per-day, Bedrock's tokens per day): it resets tomorrow, not in seconds."
+        ),
+    ),
+    Rule(
+        id="rate_limit.per_day.codes.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=S,
+        provider_codes=_RATE_LIMIT_CODES,
+        line=_line(_PER_DAY),
+        why_narrow="The same per-day limit named by a rate-limit type when no 429 came with it.",
+    ),
+    Rule(
+        id="google.quota.per_day.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"google.quota.per_day"}),
+        why_narrow="A QuotaFailure whose violated quota id counts per day (…PerDay…).",
+    ),
+    Rule(
+        id="google.quota.per_minute.v1",
+        code=Code.RATE_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"google.quota.per_minute"}),
+        why_narrow=(
+            "A QuotaFailure whose violated quota counts per minute: Google's 'You exceeded your "
+            "current quota' sentence then means a short limit, so it must beat that sentence."
+        ),
+    ),
+    # ---- structured: a model that is gone, not a path that is wrong ----------------------------
+    Rule(
+        id="anthropic.not_found_error.model.v1",
+        code=Code.MODEL_UNAVAILABLE,
+        tier=S,
+        provider_codes=frozenset({"not_found_error"}),
+        line=_line(r"model: \S+$"),
+        why_narrow=(
+            "Anthropic's not_found_error whose whole message is 'model: <id>' (a withdrawn or "
+            "unknown model); any other not_found_error is a wrong path."
+        ),
+    ),
+    Rule(
+        id="google.model_not_found.v1",
+        code=Code.MODEL_UNAVAILABLE,
+        tier=S,
+        provider_codes=frozenset({"not_found"}),
+        line=_line(r"models/\S+ is not found for API version\b"),
+        why_narrow="Google's NOT_FOUND whose message names a models/ resource, nothing looser.",
+    ),
+    Rule(
+        id="openrouter.no_endpoints.v1",
+        code=Code.MODEL_UNAVAILABLE,
+        tier=S,
+        statuses=frozenset({404}),
+        line=_line(r"No endpoints found for \S+"),
+        why_narrow="OpenRouter's 404 for a model no provider serves any more; the exact opening.",
+    ),
+    Rule(
+        id="openai.server_overloaded.v1",
+        code=Code.PROVIDER_OVERLOADED,
+        tier=S,
+        provider_codes=frozenset({"server_error"}),
+        line=_line(r"The server is overloaded or not ready yet\."),
+        why_narrow="OpenAI's own overload sentence opening a server_error's message.",
     ),
     Rule(
         id="anthropic.overloaded_error.v1",
@@ -137,13 +378,6 @@ RULES: tuple[Rule, ...] = (
         why_narrow="OpenAI names an unknown or withdrawn model with this code; another may work.",
     ),
     Rule(
-        id="anthropic.request_too_large.v1",
-        code=Code.INVALID_REQUEST,
-        tier=S,
-        provider_codes=frozenset({"request_too_large", "context_length_exceeded"}),
-        why_narrow="The same request is too large every time it is sent.",
-    ),
-    Rule(
         id="anthropic.invalid_request_error.v1",
         code=Code.INVALID_REQUEST,
         tier=S,
@@ -188,11 +422,54 @@ RULES: tuple[Rule, ...] = (
         why_narrow="Codex's kind for a spent plan or credit, not a per-minute limit.",
     ),
     Rule(
-        id="codex.error_info.rejected_request.v1",
+        id="codex.error_info.rejected_request.v2",
         code=Code.INVALID_REQUEST,
         tier=S,
-        provider_codes=frozenset({"codex.context_window_exceeded", "codex.bad_request"}),
-        why_narrow="Codex's kinds for a request that is refused the same way every time.",
+        provider_codes=frozenset({"codex.bad_request"}),
+        why_narrow=(
+            "Codex's kind for a request refused the same way every time; its context-window "
+            "kind has a code of its own above."
+        ),
+    ),
+    Rule(
+        id="google.unauthenticated.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=S,
+        provider_codes=frozenset({"unauthenticated", "permission_denied"}),
+        why_narrow="Google's statuses for a caller it does not accept (401 and 403 bodies).",
+    ),
+    Rule(
+        id="bedrock.throttling.v1",
+        code=Code.RATE_LIMITED,
+        tier=S,
+        provider_codes=frozenset({"throttlingexception"}),
+        why_narrow=(
+            "Bedrock's exception type (x-amzn-ErrorType, or botocore's line in an agent's log) "
+            "for a short rate limit, after the per-day rules had their say."
+        ),
+    ),
+    Rule(
+        id="bedrock.service_unavailable.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=S,
+        provider_codes=frozenset(
+            {"serviceunavailableexception", "modelnotreadyexception", "internalserverexception"}
+        ),
+        why_narrow="Bedrock's exception types for a service or model that is not serving now.",
+    ),
+    Rule(
+        id="bedrock.access_denied.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=S,
+        provider_codes=frozenset({"accessdeniedexception", "unrecognizedclientexception"}),
+        why_narrow="Bedrock's exception types for a caller or key it does not accept.",
+    ),
+    Rule(
+        id="bedrock.validation.v1",
+        code=Code.INVALID_REQUEST,
+        tier=S,
+        provider_codes=frozenset({"validationexception"}),
+        why_narrow="Bedrock's type for a rejected request, after the context-window sentence.",
     ),
     Rule(
         id="google.quota_exceeded.v1",
@@ -200,7 +477,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         statuses=frozenset({429}),
         line=_line(r"You exceeded your current quota\b"),
-        needles=("you exceeded your current quota",),
         why_narrow=(
             "Google answers a spent quota and a per-minute limit with the same 429 "
             "RESOURCE_EXHAUSTED; only this opening sentence is the quota, and it must beat the 429."
@@ -219,7 +495,6 @@ RULES: tuple[Rule, ...] = (
         tier=S,
         statuses=frozenset({503, 529}),
         line=_line(r"The model is overloaded\. Please try again later\."),
-        needles=("the model is overloaded",),
         why_narrow=(
             "Google's (and Gemini CLI's) overload sentence opening the message of a 503 or 529; "
             "any other 503 is just unavailable."
@@ -248,25 +523,11 @@ RULES: tuple[Rule, ...] = (
         why_narrow="A 429 whose body named no quota or billing type is a rate limit.",
     ),
     Rule(
-        id="http.payment_required.402.v1",
-        code=Code.QUOTA_LIMITED,
-        tier=S,
-        statuses=frozenset({402}),
-        why_narrow="402 means money, which waiting does not bring.",
-    ),
-    Rule(
         id="http.unauthorized.401.v1",
         code=Code.AUTH_REQUIRED,
         tier=S,
         statuses=frozenset({401, 403}),
         why_narrow="401 and 403 refuse the caller, not the request's timing.",
-    ),
-    Rule(
-        id="http.too_large.413.v1",
-        code=Code.INVALID_REQUEST,
-        tier=S,
-        statuses=frozenset({413}),
-        why_narrow="413 is the request's size, the same on every attempt.",
     ),
     Rule(
         id="http.bad_request.400.v1",
@@ -283,13 +544,23 @@ RULES: tuple[Rule, ...] = (
         why_narrow="A 404 without a model_not_found code is a wrong base URL or path.",
     ),
     Rule(
+        id="http.not_implemented.501.v1",
+        code=Code.PROVIDER_NOT_CONFIGURED,
+        tier=S,
+        statuses=frozenset({501, 505}),
+        why_narrow=(
+            "501 (no such method or endpoint) and 505 (an HTTP version it will not speak) are the "
+            "server's permanent answer to how the target is set up."
+        ),
+    ),
+    Rule(
         id="http.server_error.5xx.v1",
         code=Code.PROVIDER_UNAVAILABLE,
         tier=S,
         statuses=frozenset({408, 500, 502, 503, 504, 520, 521, 522, 523, 524}),
         why_narrow=(
-            "Server-side and gateway failures only; 501 and 505 are permanent and stay "
-            "unclassified."
+            "Server-side and gateway failures only; 501 and 505 are permanent and have a rule "
+            "of their own."
         ),
     ),
     # Codex kinds that may carry an HTTP status: after the status rules, so a status decides.
@@ -429,6 +700,42 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
+        id="cursor.retriable_error.v2",
+        code=Code.AGENT_TRANSPORT_LOST,
+        tier=E,
+        line_check=is_cursor_transport_frame,
+        needles=("retriableerror:",),
+        veto_cancellation=True,
+        why_narrow=(
+            "Any non-empty suffix of at most 256 UTF-8 bytes after the trimmed, case-insensitive "
+            "prefix (requirements AC .12 and .14; '[canceled]' included), except the three "
+            "suffixes the rules below name, and the cancellation words veto. Disjoint from those "
+            "rules, so it goes first: the common frame costs one check."
+        ),
+    ),
+    Rule(
+        id="cursor.retriable_error.quota.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=E,
+        line_check=is_cursor_quota_frame,
+        needles=("retriableerror:",),
+        why_narrow=(
+            "Cursor reuses its RetriableError prefix for a spent quota ('[resource_exhausted] "
+            "quota exceeded'); retrying that would only be refused again."
+        ),
+    ),
+    Rule(
+        id="cursor.retriable_error.auth.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=E,
+        line_check=is_cursor_auth_frame,
+        needles=("retriableerror:",),
+        why_narrow=(
+            "Cursor's RetriableError prefix over a refused credential ('authentication "
+            "required', 'invalid API key'): a key never fixes itself."
+        ),
+    ),
+    Rule(
         id="cursor.retriable_error.resource_exhausted.v1",
         code=Code.PROVIDER_RESOURCE_EXHAUSTED,
         tier=E,
@@ -436,18 +743,6 @@ RULES: tuple[Rule, ...] = (
         needles=("retriableerror:",),
         veto_cancellation=True,
         why_narrow="Only the bare '[resource_exhausted] Error'; quota or key suffixes are hard.",
-    ),
-    Rule(
-        id="cursor.retriable_error.v1",
-        code=Code.AGENT_TRANSPORT_LOST,
-        tier=E,
-        line_check=is_cursor_transport_frame,
-        needles=("retriableerror:",),
-        veto_cancellation=True,
-        why_narrow=(
-            "Cursor reuses the RetriableError prefix for hard failures, so only the listed "
-            "suffixes within 256 UTF-8 bytes count, and cancellation words veto."
-        ),
     ),
     Rule(
         id="acp.claude.unable_to_connect.v1",
@@ -459,6 +754,30 @@ RULES: tuple[Rule, ...] = (
             "Claude Code's line for a connection that failed or dropped, with the undici or "
             "socket code it names; only codes seen from it, the whole line."
         ),
+    ),
+    Rule(
+        id="acp.claude.unable_to_connect.host_not_found.v1",
+        code=Code.HOST_NOT_FOUND,
+        tier=E,
+        line=_line(_CLAUDE + r"Unable to connect to API \(ENOTFOUND\)$"),
+        needles=("api error:",),
+        why_narrow=(
+            "Claude Code's connection line with Node's code for a name that does not exist; "
+            "EAI_AGAIN (a resolver that did not answer) is not it."
+        ),
+    ),
+    Rule(
+        id="acp.claude.unable_to_connect.certificate.v1",
+        code=Code.TLS_CERTIFICATE_FAILED,
+        tier=E,
+        line=_line(
+            _CLAUDE
+            + r"Unable to connect to API \((?:DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN"
+            + r"|UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY"
+            + r"|CERT_HAS_EXPIRED|ERR_TLS_CERT_ALTNAME_INVALID)\)$"
+        ),
+        needles=("api error:",),
+        why_narrow="Claude Code's connection line with one of Node's certificate-failure codes.",
     ),
     Rule(
         id="acp.claude.stream_ended.v1",
@@ -512,34 +831,164 @@ RULES: tuple[Rule, ...] = (
             "type must follow the prefix directly."
         ),
     ),
+    # ---- exact: usage-limit and account notices agents print in their own words --------------
+    Rule(
+        id="claude_code.usage_limit.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=E,
+        line=_line(
+            r"(?:Internal error: |Error: )?"
+            r"(?:Claude AI usage limit reached\|\d{10,13}$"
+            r"|Claude usage limit reached\. Your limit will reset at "
+            r"|(?:5-hour|weekly|Opus weekly) limit reached [∙·] resets "
+            r"|You've hit your limit [∙·] resets )"
+        ),
+        needles=("limit reached", "you've hit your"),
+        why_narrow=(
+            "Claude Code's subscription-limit notices, each in its exact shape (the epoch after "
+            "'|', the reset clause); the topic words alone are prose."
+        ),
+    ),
+    Rule(
+        id="codex.usage_limit.text.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=E,
+        line=_line(r"(?:ERROR: |Error: |■ )?You've hit your usage limit\. "),
+        needles=("you've hit your",),
+        why_narrow="Codex's plan-limit notice opening a line, the sentence and its full stop.",
+    ),
+    Rule(
+        id="claude_code.invalid_api_key.v1",
+        code=Code.AUTH_REQUIRED,
+        tier=E,
+        line=_line(r"(?:Internal error: |Error: )?Invalid API key · Please run /login$"),
+        needles=("invalid api key",),
+        why_narrow="Claude Code's whole-line notice for a refused key, nothing else on the line.",
+    ),
+    Rule(
+        id="claude_code.credit_balance_too_low.v1",
+        code=Code.BILLING_LIMITED,
+        tier=E,
+        line=_line(r"(?:Internal error: |Error: )?Credit balance is too low$"),
+        needles=("credit balance is too low",),
+        why_narrow="Claude Code's whole-line notice for an empty balance.",
+    ),
+    Rule(
+        id="acp.claude.connection_error.v1",
+        code=Code.NETWORK_UNAVAILABLE,
+        tier=E,
+        line=_line(_CLAUDE + r"Connection error\.$"),
+        needles=("api error:",),
+        why_narrow="Claude Code's whole line for a request that never got an answer.",
+    ),
+    Rule(
+        id="acp.claude.request_timed_out.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=E,
+        line=_line(_CLAUDE + r"Request timed out\.$"),
+        needles=("api error:",),
+        why_narrow="Claude Code's whole line for a provider that accepted and then said nothing.",
+    ),
+    Rule(
+        id="python_sdk.connection_error.v1",
+        code=Code.NETWORK_UNAVAILABLE,
+        tier=E,
+        sources=_AGENT_LOG,
+        line=_line(r"(?:[a-z_][a-z0-9_]*\.)+APIConnectionError: Connection error\.$"),
+        needles=("apiconnectionerror",),
+        why_narrow="The Python SDKs' exception line, whole, and only in an agent's own log.",
+    ),
+    Rule(
+        id="python_sdk.timeout.v1",
+        code=Code.PROVIDER_UNAVAILABLE,
+        tier=E,
+        sources=_AGENT_LOG,
+        line=_line(r"(?:[a-z_][a-z0-9_]*\.)+APITimeoutError: Request timed out\.$"),
+        needles=("apitimeouterror",),
+        why_narrow="The Python SDKs' timeout line, whole, and only in an agent's own log.",
+    ),
+    Rule(
+        id="codex.retry_limit.text.v1",
+        code=Code.RATE_LIMITED,
+        tier=E,
+        sources=_NOT_A_CHUNK,
+        line=_line(r"(?:ERROR: )?exceeded retry limit, last status: 429\b"),
+        needles=("exceeded retry limit",),
+        why_narrow="Codex's line after its own retries of a 429; not from an answer chunk.",
+    ),
+    Rule(
+        id="codex.stream_disconnected.text.v1",
+        code=Code.TRUNCATED_STREAM,
+        tier=E,
+        sources=_NOT_A_CHUNK,
+        line=_line(r"(?:ERROR: )?stream disconnected before completion: "),
+        needles=("stream disconnected before completion",),
+        why_narrow="Codex's own prefix for a cut response stream; not from an answer chunk.",
+    ),
+    Rule(
+        id="google.quota_metric.per_day.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=E,
+        sources=_NOT_A_CHUNK,
+        line=_line(r"Quota exceeded for quota metric '[^']{1,200}' and limit '[^']{0,200}per day\b"),
+        needles=("quota exceeded for quota metric",),
+        why_narrow=(
+            "Google's (Code Assist, Vertex) quota sentence whose limit is counted per day; not "
+            "from an answer chunk, and the quoted limit must say 'per day'."
+        ),
+    ),
+    Rule(
+        id="google.quota_metric.per_minute.v1",
+        code=Code.RATE_LIMITED,
+        tier=E,
+        sources=_NOT_A_CHUNK,
+        line=_line(
+            r"Quota exceeded for quota metric '[^']{1,200}' and limit '[^']{0,200}per minute\b"
+        ),
+        needles=("quota exceeded for quota metric",),
+        why_narrow="The same sentence with a per-minute limit: a short wait, not a day.",
+    ),
+    Rule(
+        id="gemini_cli.daily_quota.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=E,
+        line=_line(r"You have reached your daily \S{1,80} quota limit\."),
+        needles=("quota limit",),
+        why_narrow="Gemini CLI's daily-limit notice, the exact sentence opening the line.",
+    ),
+    Rule(
+        id="google.current_quota.text.v1",
+        code=Code.QUOTA_LIMITED,
+        tier=E,
+        sources=_NOT_A_CHUNK,
+        line=_line(r"(?:\[API Error: )?You exceeded your current quota, please check your plan\b"),
+        needles=("you exceeded your current quota",),
+        why_narrow=(
+            "Google's quota sentence as Gemini CLI prints it, with no status or quota id to say "
+            "more; never from an answer chunk."
+        ),
+    ),
     # ---- broad: a provider token anywhere on a line, or the adapter's coarse judgement -----
     Rule(
-        id="anthropic.overloaded_error.json_fragment.v1",
+        id="anthropic.overloaded_error.json_fragment.v2",
         code=Code.PROVIDER_OVERLOADED,
         tier=B,
         confidence=Confidence.MEDIUM,
+        sources=_ERROR_BODY,
         line=_line(r".*\"type\": ?\"overloaded_error\""),
         needles=("overloaded_error",),
-        why_narrow="The JSON member itself (quoted key and value), as in raw SSE or log lines.",
+        why_narrow=(
+            "The JSON member itself (quoted key and value) inside an error body's message (a "
+            "gateway quoting the upstream's body). Only from an HTTP or stream error: JSON in an "
+            "agent's chunk, a tool's output or a log line is never the failure."
+        ),
     ),
     # ---- broad: error types and phrases that only an HTTP or stream error body may carry. They
     # come after every status and signature: they add a meaning only where nothing more specific
     # spoke (a body with no status, or a status no rule above names).
     Rule(
-        id="openai.billing_hard_limit_reached.v1",
-        code=Code.QUOTA_LIMITED,
-        tier=B,
-        confidence=Confidence.MEDIUM,
-        provider_codes=frozenset({"billing_hard_limit_reached"}),
-        sources=_ERROR_BODY,
-        why_narrow=(
-            "OpenAI's code for a spent spending limit, read only from an error body; its usual "
-            "400 and invalid_request_error type are named first by the rules above."
-        ),
-    ),
-    Rule(
-        id="anthropic.credit_balance_too_low.phrase.v1",
-        code=Code.QUOTA_LIMITED,
+        id="anthropic.credit_balance_too_low.phrase.v2",
+        code=Code.BILLING_LIMITED,
         tier=B,
         confidence=Confidence.MEDIUM,
         line=_line(r".*credit balance is too low", flags=re.IGNORECASE),
@@ -631,8 +1080,8 @@ RULES: tuple[Rule, ...] = (
         why_narrow="The adapter's judgement, used only when no signature said more.",
     ),
     Rule(
-        id="evidence.kind.payment.v1",
-        code=Code.QUOTA_LIMITED,
+        id="evidence.kind.payment.v2",
+        code=Code.BILLING_LIMITED,
         tier=B,
         confidence=Confidence.MEDIUM,
         kinds=frozenset({Kind.PAYMENT}),

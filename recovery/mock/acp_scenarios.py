@@ -65,6 +65,9 @@ CURSOR_FRAMES: dict[str, str] = {
     "ping": "Error: RetriableError: [unavailable] PING timed out",
     "stalled": "Error: RetriableError: Connection stalled",
     "exhausted": "Error: RetriableError: [resource_exhausted] Error",
+    # any other non-empty suffix within 256 UTF-8 bytes is a transport frame too (AC .12, .14)
+    "other-suffix": "Error: RetriableError: [internal] stream reset by peer",
+    "canceled-only": "Error: RetriableError: [canceled]",
     # negatives: ordinary output
     "prose": "The agent printed Error: RetriableError: Connection stalled earlier.",
     "wrong-prefix": "Error: Retriable: Connection stalled",
@@ -80,7 +83,16 @@ CURSOR_FRAMES: dict[str, str] = {
     "invalid-key": "Error: RetriableError: [resource_exhausted] invalid API key",
 }
 CURSOR_TRANSIENT = frozenset(
-    {"stream-cancel", "canceled-before", "canceled-after", "ping", "stalled", "exhausted"}
+    {
+        "stream-cancel",
+        "canceled-before",
+        "canceled-after",
+        "ping",
+        "stalled",
+        "exhausted",
+        "other-suffix",
+        "canceled-only",
+    }
 )
 
 # The context block's turns are paragraphs opened by the speaker (sessions_app.agent.acp_context);

@@ -35,7 +35,11 @@ def anthropic_error(fail: Fail) -> ErrorResponse:
 
     match fail.failure:
         case Failure.OVERLOADED:
-            return ErrorResponse(fail.status or 529, {}, envelope("overloaded_error", "Overloaded"))
+            # Anthropic sends no Retry-After with a 529 as a rule; a scenario may ask for one.
+            headers = {} if fail.retry_after_s is None else {"retry-after": str(fail.retry_after_s)}
+            return ErrorResponse(
+                fail.status or 529, headers, envelope("overloaded_error", "Overloaded")
+            )
         case Failure.RATE_LIMITED:
             seconds = fail.retry_after_s if fail.retry_after_s is not None else 1
             headers = {

@@ -9,8 +9,10 @@ plan that ends its script `final`, after which the conversation's counter starts
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from recovery.mock.steps import (
     Delay,
@@ -22,6 +24,7 @@ from recovery.mock.steps import (
     Malformed,
     Ping,
     Plan,
+    RawBody,
     Start,
     StreamError,
     Text,
@@ -38,6 +41,7 @@ class ScenarioRequest:
     attempt: int  # 1-based count of requests seen for this conversation and scenario
     tool_result: str | None  # the latest tool result in history, when the call continues a tool
     model: str
+    credential: str = ""  # the request's credential as received (for the careless-gateway cases)
 
 
 def _chunks(text: str, words_per_chunk: int = 3) -> tuple[str, ...]:
@@ -121,6 +125,34 @@ def tool(req: ScenarioRequest) -> Plan:
     )
 
 
+def tool_then_overloaded(req: ScenarioRequest) -> Plan:
+    """`/tool-then-overloaded:N NAME {json} text`: the first model call asks for the tool; the
+    call that continues with its result is refused with 529 N times, then answers. The second
+    model call of a tool-using turn failing on its own (per-call deadlines)."""
+    if req.tool_result is None:
+        return tool(req)  # a final plan: the continuing call's attempts count from 1
+    return _failing(req, Plan((HttpError(_OVERLOAD),)))
+
+
+WIRE_FIXTURES = Path(__file__).parent / "wire_fixtures"
+_CONTENT_TYPES = {".sse": "text/event-stream", ".json": "application/json"}
+_FIXTURE_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+def wire_fixture(req: ScenarioRequest) -> Plan:
+    """`/wire-fixture:NAME`: the recorded body wire_fixtures/NAME.sse (an event stream) or
+    NAME.json (a JSON body), sent as-is with status 200, on every attempt."""
+    name = req.args[0] if req.args else ""
+    if _FIXTURE_NAME.fullmatch(name):
+        for suffix, content_type in _CONTENT_TYPES.items():
+            path = WIRE_FIXTURES / f"{name}{suffix}"
+            if path.is_file():
+                return Plan((RawBody(path.read_bytes(), content_type),))
+    known = ", ".join(sorted(p.stem for p in WIRE_FIXTURES.iterdir() if p.suffix in _CONTENT_TYPES))
+    message = f"unknown wire fixture {name!r}; known: {known}"
+    return Plan((HttpError(Fail(Failure.BAD_REQUEST, message=message)),))
+
+
 def _tool_call_from_prompt(prompt: str) -> tuple[str, dict]:
     name, _, rest = prompt.partition(" ")
     rest = rest.lstrip()
@@ -172,6 +204,10 @@ def long(req: ScenarioRequest) -> Plan:
 
 
 def overloaded(req: ScenarioRequest) -> Plan:
+    """`/overloaded:N[:SECONDS]`: 529 for the first N attempts, with Retry-After SECONDS if given."""
+    if len(req.args) > 1:
+        hinted = Fail(Failure.OVERLOADED, retry_after_s=_int_arg(req, 1, 0))
+        return _failing(req, Plan((HttpError(hinted),)))
     return _failing(req, Plan((HttpError(_OVERLOAD),)))
 
 
@@ -245,6 +281,31 @@ def echo_credentials(req: ScenarioRequest) -> Plan:
     return Plan((HttpError(Fail(Failure.ECHO_CREDENTIALS)),))
 
 
+def echo_credentials_stream(req: ScenarioRequest) -> Plan:
+    """A careless gateway that streams the caller's credential back in 4-character pieces: in its
+    thinking, its text and a tool call's arguments; the answer after the tool quotes the tool's
+    result (redaction test for every output path)."""
+    scheme, _, token = req.credential.partition(" ")
+    key = token or scheme  # the key itself, without "Bearer"
+    pieces = _pieces(key, 4)
+    if req.tool_result is not None:
+        return Plan((Start(), Text(("Noted: ", req.tool_result, f" key {key}")), Finish("end_turn")))
+    arguments = json.dumps({"text": f"remember {key}"})
+    return Plan(
+        (
+            Start(),
+            Thinking(("The key is ", *pieces, " as sent.")),
+            Text(("Your key is ", *pieces, ", keep it safe.")),
+            Tool("toolu_echo_0001", "append_note", _pieces(arguments, 5)),
+            Finish("tool_use"),
+        )
+    )
+
+
+def _pieces(text: str, size: int) -> tuple[str, ...]:
+    return tuple(text[i : i + size] for i in range(0, len(text), size))
+
+
 def gateway_openrouter(req: ScenarioRequest) -> Plan:
     return _failing(req, Plan((HttpError(Fail(Failure.OPENROUTER, status=_int_arg(req, 1, 502))),)))
 
@@ -279,6 +340,8 @@ SCENARIOS: dict[str, Callable[[ScenarioRequest], Plan]] = {
     "plain": plain,
     "thinking": thinking,
     "tool": tool,
+    "tool-then-overloaded": tool_then_overloaded,
+    "wire-fixture": wire_fixture,
     "slow-first-byte": slow_first_byte,
     "slow-stream": slow_stream,
     "ping-stall": ping_stall,
@@ -301,6 +364,7 @@ SCENARIOS: dict[str, Callable[[ScenarioRequest], Plan]] = {
     "quota": quota,
     "auth": auth,
     "echo-credentials": echo_credentials,
+    "echo-credentials-stream": echo_credentials_stream,
     "gateway-openrouter": gateway_openrouter,
     "gateway-litellm": gateway_litellm,
     "tool-partial-fail": tool_partial_fail,

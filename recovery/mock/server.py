@@ -195,7 +195,9 @@ async def _serve(
         selection = _selection(request, wire, model, history, conversation)
     except UnknownScenario as error:
         return _refuse(entry, wire, Failure.BAD_REQUEST, str(error))
-    plan = _plan(request.app[STATE_KEY], selection, conversation, history, model, entry)
+    plan = _plan(
+        request.app[STATE_KEY], selection, conversation, history, model, entry, credential
+    )
     if plan.http_error is not None:
         fail = plan.http_error.fail
         if fail.failure is Failure.ECHO_CREDENTIALS:
@@ -203,6 +205,9 @@ async def _serve(
         error = wire.error(fail)
         entry.update(status=error.status, completed=True)
         return error_response(error)
+    if (raw := plan.raw_body) is not None:
+        entry.update(status=200, completed=True)
+        return web.Response(status=200, body=raw.data, headers={"content-type": raw.content_type})
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     reply = Reply(model, history.word_count, wire.message_id(entry["id"]), include_usage)
     if not stream:
@@ -231,11 +236,18 @@ def _plan(
     history: History,
     model: str,
     entry: dict,
+    credential: str = "",
 ) -> Plan:
     key = (conversation.id, selection.scenario, history.tool_results_seen)
     attempt = state.attempts.next_attempt(key)
     scenario_request = ScenarioRequest(
-        selection.name, selection.args, selection.prompt, attempt, history.tool_result, model
+        selection.name,
+        selection.args,
+        selection.prompt,
+        attempt,
+        history.tool_result,
+        model,
+        credential,
     )
     plan = SCENARIOS[selection.name](scenario_request)
     if plan.final:

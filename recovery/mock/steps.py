@@ -89,6 +89,15 @@ class Drop:
 
 
 @dataclass(frozen=True, slots=True)
+class RawBody:
+    """A recorded response body sent as-is with status 200 (a wire fixture): the decoding cases
+    no scenario renders (a gateway's keepalive events, a JSON body where a stream was asked)."""
+
+    data: bytes
+    content_type: str
+
+
+@dataclass(frozen=True, slots=True)
 class Finish:
     stop_reason: str  # end_turn | tool_use | max_tokens
 
@@ -104,6 +113,7 @@ Step = (
     | StreamError
     | Malformed
     | Drop
+    | RawBody
     | Finish
 )
 
@@ -123,6 +133,11 @@ class Plan:
     def http_error(self) -> HttpError | None:
         first = self.steps[0] if self.steps else None
         return first if isinstance(first, HttpError) else None
+
+    @property
+    def raw_body(self) -> RawBody | None:
+        first = self.steps[0] if self.steps else None
+        return first if isinstance(first, RawBody) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,11 @@ from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, Targ
 from recovery.providers.failures import stream_error_failure, wire_failure
 from recovery.providers.httpwire import SdkErrors, SSEResponseStream, sse_open
 from recovery.providers.sse import ServerSentEvent
-from recovery.providers.transport import abortable_http_client, without_ambient_headers
+from recovery.providers.transport import (
+    Resolver,
+    abortable_http_client,
+    without_ambient_headers,
+)
 from recovery.taxonomy import Kind, Phase, ProviderFailure
 
 _MESSAGE_START = Metadata("message_start")
@@ -129,14 +133,7 @@ class AnthropicDecoder:
             self._started = True
             return [_MESSAGE_START]
         if kind == "content_block_start":
-            block = payload["content_block"]
-            self._blocks[int(payload["index"])] = {
-                "type": block["type"],
-                "id": block.get("id"),
-                "name": block.get("name"),
-                "json": [],
-            }
-            return [_BLOCK]
+            return self._start_block(int(payload["index"]), payload["content_block"])
         if kind == "content_block_stop":
             return self._stop_block(int(payload["index"]))
         if kind == "message_delta":
@@ -149,6 +146,23 @@ class AnthropicDecoder:
             usage = Usage(self._input_tokens, self._output_tokens)
             return [TurnEnd(self._stop_reason or "end_turn", usage)]
         return []  # the API reserves the right to add event types; unknown ones are ignored
+
+    def _start_block(self, index: int, block: dict[str, Any]) -> list[WireItem]:
+        """A block opening. It may already carry content (a gateway that sends a text block's
+        text, or a tool call's whole input, in its start event): that content is kept."""
+        kind = block["type"]
+        self._blocks[index] = {
+            "type": kind,
+            "id": block.get("id"),
+            "name": block.get("name"),
+            "json": [],
+            "input": block.get("input"),
+        }
+        if kind == "text" and block.get("text"):
+            return [TextDelta(str(block["text"]))]
+        if kind == "thinking" and block.get("thinking"):
+            return [ThinkingDelta(str(block["thinking"]))]
+        return [_BLOCK]
 
     def _delta(self, payload: dict[str, Any]) -> list[WireItem]:
         if not self._started:
@@ -169,8 +183,10 @@ class AnthropicDecoder:
         block = self._blocks.pop(index)
         if block["type"] != "tool_use":
             return [_BLOCK]
-        raw = "".join(block["json"]) or "{}"
-        arguments = json.loads(raw)
+        if block["json"]:
+            arguments = json.loads("".join(block["json"]))
+        else:  # no input deltas: the input the block started with (usually {})
+            arguments = block["input"] if block["input"] is not None else {}
         if (
             not isinstance(arguments, dict)
             or not isinstance(block["id"], str)
@@ -216,7 +232,9 @@ _SDK_ERRORS = SdkErrors(
 class AnthropicAdapter:
     provider_id = "anthropic"
 
-    def __init__(self, target: TargetConfig, *, timeouts: StreamTimeouts) -> None:
+    def __init__(
+        self, target: TargetConfig, *, timeouts: StreamTimeouts, resolve: Resolver | None = None
+    ) -> None:
         self._target = target
         self._client = without_ambient_headers(
             anthropic.Anthropic(
@@ -224,7 +242,10 @@ class AnthropicAdapter:
                 base_url=target.base_url,
                 max_retries=0,  # one loop owns every retry (the app's ladder)
                 http_client=abortable_http_client(
-                    connect_s=timeouts.connect_s, idle_s=timeouts.idle_s, write_s=timeouts.write_s
+                    connect_s=timeouts.connect_s,
+                    idle_s=timeouts.idle_s,
+                    write_s=timeouts.write_s,
+                    resolve=resolve,
                 ),
             )
         )

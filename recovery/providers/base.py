@@ -7,6 +7,7 @@ and the policy, and holding output until it is safe to show belongs to the guard
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -30,14 +31,21 @@ class TargetConfig:
 
 @dataclass(frozen=True, slots=True)
 class StreamTimeouts:
-    """Seconds. first_chunk: until the first user-visible event; idle: between any two reads,
-    pings included; no_progress: between user-visible events once output has started."""
+    """Seconds. first_chunk: until the provider's first byte after the headers (a ping counts);
+    idle: between any two reads, pings included; no_progress: until the first user-visible event
+    and between later ones (thinking counts). See recovery/guard.py."""
 
     connect_s: float = 10.0
     first_chunk_s: float = 45.0
     idle_s: float = 90.0
-    no_progress_s: float = 120.0
+    no_progress_s: float = 300.0
     write_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("connect_s", "first_chunk_s", "idle_s", "no_progress_s", "write_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,12 @@ adapter itself observed (a timeout, a dropped connection, a cut or unreadable st
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
+import socket
+import ssl
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -44,6 +47,9 @@ def _redactable_prefix(text: str) -> str:
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+# No provider hint honestly asks for more than a monthly quota's reset; a larger one (a bug, a
+# timestamp sent as seconds) is read as this, so a card never says "resets in 11574074 days".
+HINT_LIMIT_MS = 30 * 86_400 * 1000
 
 
 def status_failure(
@@ -58,7 +64,7 @@ def status_failure(
     """An HTTP error response (any non-2xx): its status, error type, headers and body, unjudged."""
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     payload = _loads(text)
-    code = provider_code_of(payload)
+    code = provider_code_of(payload) or _amazon_error_type(headers)
     phase = Phase.AUTH if status in (401, 403) else Phase.HEADERS
     evidence = Evidence(
         source=Source.HTTP,
@@ -70,6 +76,7 @@ def status_failure(
         provider_id=provider_id,
         model_id=model,
         reset_at_ms=reset_at_ms(headers, clock=clock),
+        should_retry=should_retry(headers),
     )
     return ProviderFailure(evidence, f"HTTP {status} {code or ''}".strip())
 
@@ -113,6 +120,87 @@ def wire_failure(
     return ProviderFailure(evidence, detail)
 
 
+# getaddrinfo's answers that mean "no such name" (glibc: EAI_NONAME, EAI_NODATA). EAI_AGAIN (the
+# resolver did not answer in time) is weather and stays a network failure.
+_NO_SUCH_NAME = frozenset(
+    code for code in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", None)) if code is not None
+)
+_CHAIN_LIMIT = 8
+
+
+def connection_failure(
+    error: BaseException, *, provider_id: str, model: str, timed_out: bool
+) -> ProviderFailure:
+    """A request that never got a response: the cause the exception chain names, decoded.
+
+    A certificate that does not verify, a host name that does not resolve, and a refusal at a
+    host that is not this machine are set-up mistakes in the target (a wrong base URL, a proxy
+    without a trusted certificate): they get kinds of their own so the catalogue can call them
+    hard and the card can name them. A refusal on loopback (a local proxy still starting), a
+    reset, a resolver that timed out and every other socket error stay plain network failures.
+    """
+    chain = _causes(error)
+    kind, detail = Kind.TIMEOUT if timed_out else Kind.NETWORK, ""
+    if not timed_out:
+        kind, detail = _set_up_mistake(chain, host=_request_host(chain))
+    name = type(error).__name__
+    if not detail:
+        detail = f"{'timed out' if timed_out else 'could not connect'}: {name}"
+    evidence = Evidence(
+        source=Source.HTTP,
+        excerpt=redact_diagnostic(detail),
+        phase=Phase.CONNECT,
+        kind=kind,
+        provider_id=provider_id,
+        model_id=model,
+    )
+    return ProviderFailure(evidence, detail)
+
+
+def _set_up_mistake(chain: list[BaseException], *, host: str | None) -> tuple[Kind, str]:
+    for cause in chain:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            reason = cause.verify_message or cause.reason or "certificate verify failed"
+            return Kind.CERTIFICATE, f"TLS certificate verification failed: {reason}"
+        if isinstance(cause, socket.gaierror) and cause.errno in _NO_SUCH_NAME:
+            return Kind.DNS, f"the base URL's host name does not resolve ({cause.strerror})"
+        if isinstance(cause, ConnectionRefusedError) and host is not None and not _local(host):
+            return Kind.REFUSED, "connection refused at the base URL's host and port"
+    return Kind.NETWORK, ""
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(chain) < _CHAIN_LIMIT and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _request_host(chain: list[BaseException]) -> str | None:
+    """The host the failed request was for: the SDKs' and httpx's errors carry the request."""
+    for cause in chain:
+        try:
+            request = cause.request  # type: ignore[attr-defined]
+        except (AttributeError, RuntimeError):  # httpx raises RuntimeError when it has none
+            continue
+        host = getattr(getattr(request, "url", None), "host", None)
+        if isinstance(host, str) and host:
+            return host
+    return None
+
+
+def _local(host: str) -> bool:
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def stamped(
     failure: ProviderFailure, *, exposure: Exposure, terminal_seen: bool = False
 ) -> ProviderFailure:
@@ -137,6 +225,19 @@ def provider_code_of(payload: Any) -> str | None:
     return upstream or code or (kind if kind not in (None, "None", "error") else None)
 
 
+_AMAZON_ERROR_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9]{0,63}")
+
+
+def _amazon_error_type(headers: Mapping[str, str]) -> str | None:
+    """Bedrock names its error in ``x-amzn-ErrorType`` (``ThrottlingException:<namespace>``) and
+    sends only ``{"message": ...}`` as the body."""
+    raw = headers.get("x-amzn-errortype") or headers.get("x-amzn-ErrorType")
+    if not isinstance(raw, str):
+        return None
+    name = raw.split(":", 1)[0].strip()
+    return name if _AMAZON_ERROR_TYPE.fullmatch(name) else None
+
+
 def _upstream_code(metadata: Any) -> str | None:
     if not isinstance(metadata, dict) or not isinstance(metadata.get("raw"), str):
         return None
@@ -158,26 +259,36 @@ def _status_like(value: Any) -> int | None:
     return None
 
 
+def should_retry(headers: Mapping[str, str]) -> bool | None:
+    """The provider's own `x-should-retry` (both SDKs obey it): True, False, or None when absent
+    or neither word."""
+    raw = headers.get("x-should-retry")
+    if raw is None:
+        return None
+    return {"true": True, "false": False}.get(raw.strip().lower())
+
+
 def retry_after_ms(headers: Mapping[str, str], *, clock: Clock) -> int | None:
-    """`retry-after-ms`, else `retry-after` as seconds or an HTTP date; None when absent or bad."""
+    """`retry-after-ms`, else `retry-after` as seconds or an HTTP date; None when absent or bad.
+    Bounded by HINT_LIMIT_MS."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         value = _number(raw_ms)
         if value is not None:
-            return int(value)
+            return min(int(value), HINT_LIMIT_MS)
     raw = headers.get("retry-after")
     if raw is None:
         return None
     seconds = _number(raw)
     if seconds is not None:
-        return int(seconds * 1000)
+        return min(int(seconds * 1000), HINT_LIMIT_MS)
     try:
         when = parsedate_to_datetime(raw.strip())
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when is None or when.tzinfo is None:
         return None
-    return max(0, int((when.timestamp() - clock.now()) * 1000))
+    return min(max(0, int((when.timestamp() - clock.now()) * 1000)), HINT_LIMIT_MS)
 
 
 def reset_at_ms(headers: Mapping[str, str], *, clock: Clock) -> int | None:
@@ -193,12 +304,12 @@ def reset_at_ms(headers: Mapping[str, str], *, clock: Clock) -> int | None:
             remaining = headers.get(lower[: -len("reset")] + "remaining")
         elif lower.startswith("x-ratelimit-reset-"):
             duration = _duration_ms(value)
-            at = None if duration is None else int(clock.now() * 1000) + duration
+            at = None if duration is None else int(clock.now() * 1000) + min(duration, HINT_LIMIT_MS)
             remaining = headers.get("x-ratelimit-remaining-" + lower[len("x-ratelimit-reset-") :])
         else:
             continue
         if at is not None:
-            resets.append((remaining != "0", at))
+            resets.append((remaining != "0", min(at, int(clock.now() * 1000) + HINT_LIMIT_MS)))
     return min(resets)[1] if resets else None
 
 
@@ -222,7 +333,7 @@ def _duration_ms(value: str) -> int | None:
 def _number(raw: str) -> float | None:
     try:
         value = float(raw.strip())
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
     return value if math.isfinite(value) and value >= 0 else None
 

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import httpx2
 
 from recovery.providers.base import ByteObserver, WireItem
-from recovery.providers.failures import status_failure, stream_error_failure, wire_failure
+from recovery.providers.failures import (
+    connection_failure,
+    status_failure,
+    stream_error_failure,
+    wire_failure,
+)
 from recovery.providers.sse import ServerSentEvent, SSEDecodeError, SSEDecoder
 from recovery.taxonomy import Kind, Phase, ProviderFailure, Source
 
@@ -116,9 +121,11 @@ def sse_open(
             clock=clock,
         ) from None
     except errors.timeout as error:  # a subclass of the connection error: checked first
-        raise connect_failure(error, provider_id=provider_id, model=model, timed_out=True) from None
+        raise connection_failure(
+            error, provider_id=provider_id, model=model, timed_out=True
+        ) from None
     except errors.connection as error:
-        raise connect_failure(
+        raise connection_failure(
             error, provider_id=provider_id, model=model, timed_out=False
         ) from None
     response: httpx2.Response = stream.response
@@ -134,32 +141,64 @@ def sse_open(
     )
 
 
+_BODY_LIMIT_BYTES = 256 * 1024  # an error body is small; a huge one is cut, never buffered whole
+
+
 def json_body_failure(
     *, response: httpx2.Response, provider_id: str, model: str, clock
 ) -> ProviderFailure:
-    """A 200 that is not an event stream: a gateway answering an error as plain JSON."""
-    body = response.read()
-    failure = status_failure(
-        provider_id=provider_id,
-        model=model,
-        status=response.status_code,
-        headers=response.headers,
-        body=body,
-        clock=clock,
-    )
-    if failure.evidence.provider_code is not None:
-        return stream_error_failure(
-            provider_id=provider_id, model=model, payload=_json(body), status=response.status_code
+    """A 200 that is not an event stream: a gateway answering an error as plain JSON, or a body
+    we cannot stream at all. An error body (``{"error": ...}`` in any shape, or Anthropic's
+    ``{"type": "error"}``) is judged by the catalogue like an in-stream error, its hints (Retry-
+    After, x-should-retry) kept; anything else is a malformed stream that says what it got."""
+    body = _bounded_body(response)
+    payload = _json(body)
+    if _is_error_body(payload):
+        headed = status_failure(
+            provider_id=provider_id,
+            model=model,
+            status=response.status_code,
+            headers=response.headers,
+            body=body,
+            clock=clock,
+        ).evidence
+        failure = stream_error_failure(
+            provider_id=provider_id, model=model, payload=payload, status=response.status_code
         )
+        evidence = replace(
+            failure.evidence,
+            source=Source.HTTP,
+            retry_after_ms=headed.retry_after_ms,
+            reset_at_ms=headed.reset_at_ms,
+            should_retry=headed.should_retry,
+        )
+        return ProviderFailure(evidence, failure.detail)
+    content_type = response.headers.get("content-type", "") or "no content type"
+    shape = "a JSON body" if payload is not None else "a body"
     return wire_failure(
         provider_id=provider_id,
         model=model,
         kind=Kind.MALFORMED,
         phase=Phase.PROTOCOL,
         source=Source.HTTP,
-        detail="expected an event stream",
+        detail=f"expected an event stream, got {shape} ({content_type[:64]})",
         excerpt=body[:2048].decode("utf-8", errors="replace"),
     )
+
+
+def _is_error_body(payload: Any) -> bool:
+    if not isinstance(payload, dict):
+        return False
+    return payload.get("error") not in (None, "", {}) or payload.get("type") == "error"
+
+
+def _bounded_body(response: httpx2.Response) -> bytes:
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) >= _BODY_LIMIT_BYTES:
+            break
+    return bytes(body[:_BODY_LIMIT_BYTES])
 
 
 def _json(body: bytes) -> Any:
@@ -167,18 +206,3 @@ def _json(body: bytes) -> Any:
         return json.loads(body)
     except ValueError:
         return None
-
-
-def connect_failure(
-    error: Exception, *, provider_id: str, model: str, timed_out: bool
-) -> ProviderFailure:
-    kind = Kind.TIMEOUT if timed_out else Kind.NETWORK
-    detail = f"{'timed out' if timed_out else 'could not connect'}: {type(error).__name__}"
-    return wire_failure(
-        provider_id=provider_id,
-        model=model,
-        kind=kind,
-        phase=Phase.CONNECT,
-        source=Source.HTTP,
-        detail=detail,
-    )

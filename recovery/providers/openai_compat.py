@@ -28,7 +28,11 @@ from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, Targ
 from recovery.providers.failures import stream_error_failure, wire_failure
 from recovery.providers.httpwire import SdkErrors, SSEResponseStream, sse_open
 from recovery.providers.sse import ServerSentEvent
-from recovery.providers.transport import abortable_http_client, without_ambient_headers
+from recovery.providers.transport import (
+    Resolver,
+    abortable_http_client,
+    without_ambient_headers,
+)
 from recovery.taxonomy import Kind, Phase, ProviderFailure
 
 _CHUNK = Metadata("chunk")
@@ -153,6 +157,8 @@ class OpenAIDecoder:
                 items.append(TextDelta(str(content)))
             for call in delta.get("tool_calls") or ():
                 self._accumulate(call)
+            if choice.get("finish_reason") == "error":
+                raise self._finished_in_error(payload, choice)
             if choice.get("finish_reason"):
                 self._finish_reason = str(choice["finish_reason"])
                 items.extend(self._complete_tool_calls())
@@ -180,6 +186,23 @@ class OpenAIDecoder:
             calls.append(ToolCall(slot["id"], slot["name"], arguments))
         self._tools.clear()
         return calls
+
+    def _finished_in_error(self, payload: dict[str, Any], choice: dict[str, Any]) -> ProviderFailure:
+        """`finish_reason: "error"` (OpenRouter and other gateways): the generation failed, so the
+        turn is a failure, never a finished answer. An error object beside it is the evidence."""
+        error = choice.get("error")
+        if isinstance(error, dict):
+            return stream_error_failure(
+                provider_id=self._provider_id, model=self._model, payload={"error": error}, status=None
+            )
+        return wire_failure(
+            provider_id=self._provider_id,
+            model=self._model,
+            kind=Kind.TRUNCATED,
+            phase=Phase.STREAM,
+            detail='the provider ended the stream with finish_reason "error"',
+            excerpt=json.dumps(payload)[:1024],
+        )
 
     def _turn_end(self) -> TurnEnd:
         reason = self._finish_reason or "stop"
@@ -221,7 +244,9 @@ _SDK_ERRORS = SdkErrors(
 class OpenAICompatAdapter:
     provider_id = "openai"
 
-    def __init__(self, target: TargetConfig, *, timeouts: StreamTimeouts) -> None:
+    def __init__(
+        self, target: TargetConfig, *, timeouts: StreamTimeouts, resolve: Resolver | None = None
+    ) -> None:
         self._target = target
         self._client = without_ambient_headers(
             openai.OpenAI(
@@ -229,7 +254,10 @@ class OpenAICompatAdapter:
                 base_url=target.base_url,
                 max_retries=0,  # one loop owns every retry
                 http_client=abortable_http_client(
-                    connect_s=timeouts.connect_s, idle_s=timeouts.idle_s, write_s=timeouts.write_s
+                    connect_s=timeouts.connect_s,
+                    idle_s=timeouts.idle_s,
+                    write_s=timeouts.write_s,
+                    resolve=resolve,
                 ),
             )
         )

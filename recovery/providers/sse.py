@@ -76,6 +76,8 @@ def _parse_block(block: str) -> ServerSentEvent | None:
             data.append(value)
         elif name == "event":
             event = value
-    if not data and event is None:
+    if not data:
+        # WHATWG: an event without data is not dispatched. `event: keepalive` alone is a gateway's
+        # heartbeat; its bytes already told the guard the connection is alive.
         return None
     return ServerSentEvent(event, "\n".join(data))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,6 +18,11 @@ import httpcore2
 import httpx2
 
 _ACTIVE = threading.local()
+
+# Host name -> the address to connect to; raises OSError (socket.gaierror) for a name that does
+# not resolve. None: the operating system resolves, as for any client. Tests inject one so a
+# name that exists nowhere fails before any packet leaves loopback.
+Resolver = Callable[[str], str]
 
 
 class AbortScope:
@@ -98,8 +103,9 @@ class _TrackedStream(httpcore2.NetworkStream):
 
 
 class _TrackingBackend(httpcore2.NetworkBackend):
-    def __init__(self, inner: httpcore2.NetworkBackend) -> None:
+    def __init__(self, inner: httpcore2.NetworkBackend, resolve: Resolver | None = None) -> None:
         self._inner = inner
+        self._resolve = resolve
 
     def connect_tcp(
         self,
@@ -109,6 +115,11 @@ class _TrackingBackend(httpcore2.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.NetworkStream:
+        if self._resolve is not None:
+            try:
+                host = self._resolve(host)
+            except OSError as error:  # as httpcore reports the OS resolver's failure
+                raise httpcore2.ConnectError(str(error)) from error
         stream = _TrackedStream(
             self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
         )
@@ -125,15 +136,17 @@ class _TrackingBackend(httpcore2.NetworkBackend):
 
 
 class AbortableTransport(httpx2.HTTPTransport):
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, resolve: Resolver | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         pool = self._pool
         # httpcore reads the backend each time it opens a connection, so wrapping it here is
         # enough; the abort tests fail loudly if a release renames the attribute.
-        pool._network_backend = _TrackingBackend(pool._network_backend)
+        pool._network_backend = _TrackingBackend(pool._network_backend, resolve)
 
 
-def abortable_http_client(*, connect_s: float, idle_s: float, write_s: float) -> httpx2.Client:
+def abortable_http_client(
+    *, connect_s: float, idle_s: float, write_s: float, resolve: Resolver | None = None
+) -> httpx2.Client:
     """httpx client for an SDK: read timeout = idle timeout (exact, reset by any bytes).
 
     A request goes to its target's URL and nowhere else. Redirects are not followed: the SDKs'
@@ -142,7 +155,9 @@ def abortable_http_client(*, connect_s: float, idle_s: float, write_s: float) ->
     client does not read the environment (trust_env=False), and with a transport of our own the
     proxy variables never apply either."""
     timeout = httpx2.Timeout(connect=connect_s, read=idle_s, write=write_s, pool=connect_s)
-    transport = AbortableTransport(socket_options=[(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)])
+    transport = AbortableTransport(
+        resolve=resolve, socket_options=[(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    )
     return httpx2.Client(
         transport=transport, timeout=timeout, follow_redirects=False, trust_env=False
     )

@@ -144,7 +144,10 @@ class AcpDriver:
 
     def apply(self, event: AgentEvent) -> None:
         """Put one agent event in front of the viewers (persisted first, pushed after commit)."""
-        if isinstance(event, _VISIBLE):
+        # A provider diagnostic the agent prints (marked where it was converted) is visible but
+        # is not the provider recovering: a retried attempt that prints it again keeps the banner
+        # (requirements AC .21, .25), and its failure then updates that same notice.
+        if isinstance(event, _VISIBLE) and not getattr(event, "diagnostic", False):
             self.turn.shown()
         if isinstance(event, AgentText):
             self._stream(role=Message.Role.ASSISTANT, text=event.text)

@@ -3,12 +3,18 @@
 One turn: (model call -> stream rows -> run the turn's tools) at most MAX_MODEL_CALLS times. Tools
 run only after their call ended with the provider's terminal event, and at most once per tool call
 id. The retry unit is the single failed model call, re-issued on unchanged history.
+
+Every output path is redacted (credential tier, the worker's own key values included): text and
+thinking as a stream in the StreamWriter, a tool call's arguments once the call is whole (the
+tool runs with the redacted arguments, so a note never stores a key the model quoted), and a
+tool's result before it is written.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from recovery import wording
 from recovery.events import (
@@ -23,8 +29,9 @@ from recovery.events import (
 from recovery.guard import open_stream as provider_open_stream
 from recovery.judge import CallStats
 from recovery.providers.base import TargetConfig
+from recovery.redact import redact_credentials
 from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
-from sessions_app.agent.targets import TargetUnusable, target_config_for
+from sessions_app.agent.targets import TargetUnusable, stream_timeouts_for, target_config_for
 from sessions_app.agent.tools import ToolContext, tool_run, tool_specs
 from sessions_app.agent.transcript import model_call_build
 from sessions_app.agent.turn import HandedBack, Judged, Turn, TurnFailed, TurnResult
@@ -34,7 +41,7 @@ from sessions_app.services.ladder import call_succeeded
 
 MAX_MODEL_CALLS = 8
 
-# open_stream(target_config, call, *, cancel, clock) -> iterable of StreamEvents
+# open_stream(target_config, call, *, cancel, clock, timeouts) -> iterable of StreamEvents
 StreamOpener = Callable[..., Iterable[StreamEvent]]
 
 
@@ -92,7 +99,13 @@ class DirectDriver:
         """Stream one model call into rows. Returns its complete tool calls, or None if stopped."""
         turn = self.turn
         # Kept for the attempt record: the guarded stream knows ttft, bytes and usage.
-        self.last_stream = self.open_stream(self.config, call, cancel=turn.cancel, clock=turn.clock)
+        self.last_stream = self.open_stream(
+            self.config,
+            call,
+            cancel=turn.cancel,
+            clock=turn.clock,
+            timeouts=stream_timeouts_for(turn.target),
+        )
         events = iter(self.last_stream)
         try:
             tool_calls = self._consume(events)
@@ -151,6 +164,7 @@ class DirectDriver:
         return tool_calls
 
     def _record_tool_call(self, call: ToolCall) -> None:
+        call = _redacted_call(call)
         session = self.turn.session
         if Message.objects.filter(
             session=session, role=Message.Role.TOOL_CALL, metadata__tool_call_id=call.id
@@ -160,7 +174,9 @@ class DirectDriver:
             session=session,
             generation=self.turn.generation,
             role=Message.Role.TOOL_CALL,
-            text=f"{call.name} {json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)}",
+            text=redact_credentials(
+                f"{call.name} {json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)}"
+            ),
             metadata={"tool_call_id": call.id, "name": call.name, "arguments": call.arguments},
         )
 
@@ -170,6 +186,7 @@ class DirectDriver:
             session=session, role=Message.Role.TOOL_RESULT, metadata__tool_call_id=call.id
         ).exists():
             return
+        call = _redacted_call(call)
         output = tool_run(
             name=call.name,
             arguments=call.arguments,
@@ -179,6 +196,21 @@ class DirectDriver:
             session=session,
             generation=self.turn.generation,
             role=Message.Role.TOOL_RESULT,
-            text=output.content,
+            text=redact_credentials(output.content),
             metadata={"tool_call_id": call.id, "name": call.name, "is_error": output.is_error},
         )
+
+
+def _redacted_call(call: ToolCall) -> ToolCall:
+    """The call with every string in its arguments redacted (names stay: they are the schema)."""
+    return ToolCall(call.id, call.name, _redacted_value(call.arguments))
+
+
+def _redacted_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_credentials(value)
+    if isinstance(value, dict):
+        return {key: _redacted_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted_value(item) for item in value]
+    return value

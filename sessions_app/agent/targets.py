@@ -13,7 +13,7 @@ import ipaddress
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -21,7 +21,7 @@ from django.conf import settings
 
 from recovery import wording
 from recovery.providers.acp import PermissionPolicy
-from recovery.providers.base import TargetConfig
+from recovery.providers.base import StreamTimeouts, TargetConfig
 from recovery.taxonomy import Evidence, Kind, Phase, ProviderFailure, Source
 from sessions_app.agent.registry import LaunchRequest, agent_spec
 from sessions_app.models import ProviderTarget
@@ -43,6 +43,18 @@ class TargetUnusable(ProviderFailure):
             Evidence(source=Source.HTTP, phase=Phase.AUTH, kind=Kind.AUTH, excerpt=detail), detail
         )
         self.code = code
+
+
+def stream_timeouts_for(target: ProviderTarget) -> StreamTimeouts:
+    """The stream timeouts of the target's model calls: its own where it sets one, else the
+    worker's defaults (settings.KANDEV_STREAM_TIMEOUTS)."""
+    defaults = settings.KANDEV_STREAM_TIMEOUTS
+    return replace(
+        defaults,
+        first_chunk_s=target.first_chunk_timeout_s or defaults.first_chunk_s,
+        idle_s=target.idle_timeout_s or defaults.idle_s,
+        no_progress_s=target.no_progress_timeout_s or defaults.no_progress_s,
+    )
 
 
 def target_config_for(

@@ -105,7 +105,7 @@ class Turn:
 
     def __post_init__(self) -> None:
         self.session = self.generation.session
-        # The retry budget's deadline counts from the start of the turn's first attempt.
+        # The retry budget's turn cap counts from here (each call's deadline from its failure).
         self.started_at = self.clock.now()
         self.writer = StreamWriter(
             session=self.session,

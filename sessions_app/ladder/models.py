@@ -49,9 +49,27 @@ class RetryLoop(models.Model):
         return f"loop {self.pk} of {self.generation} ({self.state}, attempt {self.attempt})"
 
 
+class RetryNoticeQuerySet(models.QuerySet):
+    def live(self) -> RetryNoticeQuerySet:
+        """Notices not retired: what a viewer may see (at most one per session)."""
+        return self.filter(retired_at__isnull=True)
+
+
 class RetryNotice(models.Model):
-    """The calm banner of a waiting retry loop. At most one per session: writes are serialised on
-    the session row, and duplicates left by older runs are consolidated on the next write."""
+    """The calm banner of a waiting retry loop. At most one live (unretired) notice per session:
+    writes are serialised on the session row, and duplicates left by older runs are consolidated
+    on the next write. Retiring keeps the row (when, why, which loop's end did it) for the admin;
+    viewers only ever see the live one."""
+
+    class Retired(models.TextChoices):
+        RECOVERED = "recovered", "Provider recovered (the retried call answered)"
+        SUCCEEDED = "succeeded", "Turn succeeded"
+        EXHAUSTED = "exhausted", "Retries used up"
+        FAILED = "failed", "Turn failed"
+        CANCELLED = "cancelled", "Cancelled or stopped by a viewer"
+        REPLACED = "replaced", "Replaced (new prompt, start fresh or target change)"
+        DUPLICATE = "duplicate", "Duplicate consolidated"
+        CLEANUP = "cleanup", "Swept: its loop had already ended"
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="retry_notices")
     loop = models.ForeignKey(RetryLoop, on_delete=models.CASCADE, related_name="notices")
@@ -63,11 +81,21 @@ class RetryNotice(models.Model):
     max_attempts = models.PositiveSmallIntegerField()
     retry_at = models.DateTimeField()
     switched_target = models.CharField(max_length=100, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+    retired_reason = models.CharField(max_length=20, choices=Retired.choices, blank=True)
+    # The loop whose end retired the notice (its own, or a later one of the session); null when
+    # the sweeper or a consolidation retired it.
+    retired_by = models.ForeignKey(
+        RetryLoop, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = RetryNoticeQuerySet.as_manager()
+
     class Meta:
         ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["session", "retired_at"])]
 
     def __str__(self) -> str:
         return f"{self.reason} (attempt {self.attempt} of {self.max_attempts})"

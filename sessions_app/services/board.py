@@ -1,7 +1,8 @@
 """Targets, tasks and sessions: the things set up before prompting.
 
 Targets are the operator's (the admin, `manage.py target_add`, seed_demo); every write of one
-goes through the allowlists in sessions_app.target_rules. Tasks and sessions are each user's own.
+goes through the allowlists in sessions_app.target_rules. Tasks and sessions are each user's own;
+every change to them tells the owner's open boards (``push.board_push``) after commit.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.utils import timezone
 from sessions_app import events as event_names
 from sessions_app.errors import InvalidInput, StateConflict, UnknownReference
 from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
+from sessions_app.push import board_push
 from sessions_app.services.events import event_append
 from sessions_app.target_rules import target_problems
 from sessions_app.text_rules import name_problem, single_line_problem
@@ -132,24 +134,75 @@ def target_update(
     return target
 
 
+def _title_clean(title: str) -> str:
+    """A task's or session's title: a name (text_rules), its runs of spaces made one."""
+    if not isinstance(title, str):
+        raise InvalidInput("title", "must be text")
+    title = " ".join(_check_name("title", title).split())
+    limit = Task._meta.get_field("title").max_length
+    if len(title) > limit:
+        raise InvalidInput("title", f"must be at most {limit} characters")
+    return title
+
+
 def task_create(*, owner: AbstractBaseUser, title: str) -> Task:
-    title = _check_name("title", title)
-    if len(title) > Task._meta.get_field("title").max_length:
-        raise InvalidInput("title", "is too long")
-    return Task.objects.create(owner=owner, title=title)
+    task = Task.objects.create(owner=owner, title=_title_clean(title))
+    _board_changed(owner_id=task.owner_id)
+    return task
+
+
+def task_rename(*, task: Task, title: str) -> Task:
+    """Give the task a new title (trimmed, never empty); every board of its owner follows."""
+    title = _title_clean(title)
+    with transaction.atomic():
+        Task.objects.filter(pk=task.pk).update(title=title, updated_at=timezone.now())
+        task.title = title
+        _board_changed(owner_id=task.owner_id)
+    return task
+
+
+def task_archive(*, task: Task) -> Task:
+    """Take the task off the board; its sessions and history stay. Archiving twice is a no-op."""
+    with transaction.atomic():
+        Task.objects.filter(pk=task.pk, archived_at__isnull=True).update(
+            archived_at=timezone.now()
+        )
+        task.refresh_from_db(fields=["archived_at"])
+        _board_changed(owner_id=task.owner_id)
+    return task
+
+
+def task_unarchive(*, task: Task) -> Task:
+    """Bring an archived task back to the board."""
+    with transaction.atomic():
+        Task.objects.filter(pk=task.pk).update(archived_at=None, updated_at=timezone.now())
+        task.archived_at = None
+        _board_changed(owner_id=task.owner_id)
+    return task
 
 
 def session_create(
     *, owner: AbstractBaseUser, target: ProviderTarget, title: str, task: Task | None = None
 ) -> Session:
-    """Open a session on ``target``; without a task, one is created from the title."""
-    title = _check_name("title", title)
+    """Open a session on ``target``: under ``task`` (one of the owner's), or, without one, under a
+    new task named after the session. An archived task comes back to the board with it."""
+    title = _title_clean(title)
     if task is not None and task.owner_id != owner.pk:
         raise UnknownReference("task", "no such task")
     with transaction.atomic():
         if task is None:
             task = task_create(owner=owner, title=title)
-        return Session.objects.create(task=task, owner=owner, target=target, title=title[:200])
+        elif task.archived_at is not None:
+            task_unarchive(task=task)
+        session = Session.objects.create(task=task, owner=owner, target=target, title=title)
+        Task.objects.filter(pk=task.pk).update(updated_at=timezone.now())
+        _board_changed(owner_id=owner.pk)
+    return session
+
+
+def _board_changed(*, owner_id: int) -> None:
+    """Every open board of the owner re-reads its tasks once this transaction commits."""
+    transaction.on_commit(lambda: board_push(owner_id=owner_id))
 
 
 def session_state_set(
@@ -159,26 +212,29 @@ def session_state_set(
 
     ``explanation`` (already redacted) is why the session needs attention; it rides on the event
     so every viewer's recovery card can say it without another read."""
-    task_status = {
-        # A finished turn hands the task back: "open" until someone prompts again or closes it.
-        Session.State.IDLE: Task.Status.OPEN,
-        Session.State.RUNNING: Task.Status.IN_PROGRESS,
-        Session.State.WAITING_RETRY: Task.Status.IN_PROGRESS,
-        Session.State.NEEDS_ATTENTION: Task.Status.NEEDS_ATTENTION,
-    }.get(state)
     with transaction.atomic():
         now = timezone.now()
         Session.objects.filter(pk=session.pk).update(state=state, updated_at=now)
         session.state = state
-        if task_status is not None:
-            Task.objects.filter(pk=session.task_id).exclude(status=Task.Status.DONE).update(
-                status=task_status, updated_at=now
-            )
+        # The task shows the most urgent state of all its sessions, not the last one written.
+        states = set(Session.objects.filter(task_id=session.task_id).values_list("state", flat=True))
+        Task.objects.filter(pk=session.task_id).exclude(status=Task.Status.DONE).update(
+            status=task_status_of(states), updated_at=now
+        )
         event_append(
             session=session,
             type=event_names.SESSION_UPDATED,
             payload=_state_payload(state, recovery_actions, explanation),
         )
+
+
+def task_status_of(session_states: set[str]) -> str:
+    """A task needs attention when any session does, is in progress while any works, else open."""
+    if Session.State.NEEDS_ATTENTION in session_states:
+        return Task.Status.NEEDS_ATTENTION
+    if session_states & {Session.State.RUNNING, Session.State.WAITING_RETRY}:
+        return Task.Status.IN_PROGRESS
+    return Task.Status.OPEN
 
 
 def _state_payload(state: str, recovery_actions: Sequence[str], explanation: str) -> dict:

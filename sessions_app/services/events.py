@@ -8,7 +8,7 @@ from django.db import transaction
 
 from sessions_app import events as event_names
 from sessions_app.models import Session, SessionEvent
-from sessions_app.push import event_push
+from sessions_app.push import board_push, event_push
 
 
 def event_append(*, session: Session, type: str, payload: dict[str, Any]) -> SessionEvent:
@@ -22,9 +22,9 @@ def event_append(*, session: Session, type: str, payload: dict[str, Any]) -> Ses
     if type not in event_names.ALL:
         raise ValueError(f"unknown session event type {type!r}")
     with transaction.atomic():
-        last_seq = (
+        last_seq, owner_id = (
             Session.objects.select_for_update()
-            .values_list("last_seq", flat=True)
+            .values_list("last_seq", "owner_id")
             .get(pk=session.pk)
         )
         seq = last_seq + 1
@@ -36,5 +36,7 @@ def event_append(*, session: Session, type: str, payload: dict[str, Any]) -> Ses
         transaction.on_commit(
             lambda: event_push(session_id=session_id, seq=seq, event=type, payload=payload)
         )
+        if type in event_names.BOARD_EVENTS:
+            transaction.on_commit(lambda: board_push(owner_id=owner_id))
     session.last_seq = seq
     return event

@@ -23,12 +23,13 @@ from recovery.policy import Action, Decision
 from recovery.replay import ReplayFacts
 from recovery.taxonomy import Evidence
 from sessions_app.enqueue import attempt_enqueue
-from sessions_app.ladder.models import RetryLoop
+from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import PromptGeneration
 from sessions_app.services.generations import generation_await_retry, generation_retry_claim
 from sessions_app.services.loops import (
     attempt_number_next,
     attempt_record_write,
+    loop_call_succeeded,
     loop_claim,
     loop_create,
     loop_end,
@@ -86,10 +87,13 @@ def failure_handle(
             if loop is not None:
                 loop_end(loop=loop, state=_manual_end_state(decision))
         else:
-            loop = loop or loop_create(generation=generation, budget=budget, target_name=target_name)
+            loop = loop or loop_create(
+                generation=generation, budget=judgement.budget, target_name=target_name
+            )
             loop_schedule(
                 loop=loop,
                 decision=decision,
+                budget=judgement.budget,
                 provider=provider,
                 model=model,
                 previous_target=target_name,
@@ -101,11 +105,13 @@ def failure_handle(
 def call_succeeded(
     *, generation: PromptGeneration, target_name: str, stats: CallStats | None = None
 ) -> None:
-    """Record a provider call that reached its terminal event."""
+    """Record a provider call that reached its terminal event; the turn's next call, if any,
+    starts a ladder of its own."""
     record = call_record(
         attempt=attempt_number_next(generation=generation), target=target_name, stats=stats
     )
     attempt_record_write(generation=generation, record=record)
+    loop_call_succeeded(generation=generation)
 
 
 def attempt_claim(*, loop_id: int, attempt: int) -> RetryLoop | None:
@@ -123,7 +129,9 @@ def attempt_committed(*, generation_id: int) -> None:
     """The retried call reached the viewer: the provider recovered, so the banner goes now."""
     loop = RetryLoop.objects.filter(generation_id=generation_id, state=State.RUNNING).first()
     if loop is not None:
-        notices_retire(session_id=loop.session_id)
+        notices_retire(
+            session_id=loop.session_id, reason=RetryNotice.Retired.RECOVERED, by=loop
+        )
 
 
 def ladder_sweep() -> int:

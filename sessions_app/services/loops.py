@@ -20,7 +20,11 @@ from recovery.telemetry import emit_attempt
 from sessions_app.enqueue import attempt_enqueue
 from sessions_app.ladder.models import AttemptRecord, RetryLoop
 from sessions_app.models import PromptGeneration
-from sessions_app.services.notices import notice_upsert, notices_retire
+from sessions_app.services.notices import (
+    notice_upsert,
+    notices_retire,
+    retire_reason_for_loop_end,
+)
 
 State = RetryLoop.State
 # A scheduled attempt this much past its time is presumed lost with its worker and re-enqueued.
@@ -36,7 +40,8 @@ def turn_budget(
     *, loop: RetryLoop | None, target_name: str, turn_started_at: float
 ) -> Budget:
     """What the turn has spent: the loop's budget, or (before any retry) a fresh one in which the
-    failed call was the turn's first attempt and the deadline counts from when the turn started."""
+    failed call was its own first attempt and the turn cap counts from when the turn started (the
+    call's deadline starts when the judge records the failure)."""
     if loop is not None:
         return Budget.from_dict(loop.budget)
     budget = Budget(
@@ -63,17 +68,21 @@ def loop_schedule(
     *,
     loop: RetryLoop,
     decision: Decision,
+    budget: Budget,
     provider: str,
     model: str,
     previous_target: str,
 ) -> None:
-    """Persist a decision to retry: the loop waits, the banner shows (or moves on), and the
-    attempt is enqueued for ``decision.retry_at`` once this transaction commits."""
+    """Persist a decision to retry: the loop waits with the judged ``budget``, the banner shows
+    (or moves on), and the attempt is enqueued for ``decision.retry_at`` once this transaction
+    commits."""
     next_target = decision.target or previous_target
     loop.state = State.WAITING
-    loop.attempt = decision.attempt
+    # The claim's sequence number only grows, even when a later model call of the turn starts its
+    # own ladder at "attempt 1" again: a stale task of an earlier call can never claim this one.
+    loop.attempt = max(loop.attempt + 1, decision.attempt)
     loop.max_attempts = decision.max_attempts
-    loop.budget = Budget.from_dict(loop.budget).record_wait(decision.wait_s).to_dict()
+    loop.budget = budget.record_wait(decision.wait_s).to_dict()
     loop.target_name = next_target
     loop.next_attempt_at = datetime.fromtimestamp(decision.retry_at, tz=UTC)
     loop.last_code = str(decision.classification.code)
@@ -106,12 +115,29 @@ def loop_claim(*, loop_id: int, attempt: int) -> RetryLoop | None:
     return loop
 
 
+def loop_call_succeeded(*, generation: PromptGeneration) -> None:
+    """A model call of a retried turn reached its terminal event: the turn's next call gets a
+    ladder of its own (attempts and deadline), the turn cap keeps counting."""
+    with transaction.atomic():
+        loop = (
+            RetryLoop.objects.select_for_update()
+            .filter(generation=generation, state=State.RUNNING)
+            .first()
+        )
+        if loop is None:
+            return
+        loop.budget = Budget.from_dict(loop.budget).record_call_success().to_dict()
+        loop.save(update_fields=["budget", "updated_at"])
+
+
 def loop_end(*, loop: RetryLoop, state: str) -> None:
     RetryLoop.objects.filter(pk=loop.pk).update(
         state=state, next_attempt_at=None, ended_at=timezone.now(), updated_at=timezone.now()
     )
     loop.state = state
-    notices_retire(session_id=loop.session_id)
+    notices_retire(
+        session_id=loop.session_id, reason=retire_reason_for_loop_end(state), by=loop
+    )
 
 
 def loop_finish(*, generation_id: int, state: str) -> None:
@@ -137,7 +163,7 @@ def loops_disarm(*, session_id: int, state: str = State.DISARMED) -> list[RetryL
         )
         for loop in loops:
             loop_end(loop=loop, state=state)
-        notices_retire(session_id=session_id)
+        notices_retire(session_id=session_id, reason=retire_reason_for_loop_end(state))
     return loops
 
 

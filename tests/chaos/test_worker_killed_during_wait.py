@@ -184,7 +184,8 @@ def test_a_worker_killed_while_holding_a_retry_does_not_lose_it_and_it_runs_once
     [(text, incomplete)] = assistant_messages(chaos, session_id)
     assert text and not incomplete
     assert chaos.row(
-        "SELECT count(*) FROM ladder_retrynotice WHERE session_id = %s", session_id
+        "SELECT count(*) FROM ladder_retrynotice WHERE session_id = %s AND retired_at IS NULL",
+        session_id,
     ) == (0,)
     assert chaos.row("SELECT state FROM ladder_retryloop WHERE id = %s", loop_id) == ("succeeded",)
     notice_events = chaos.rows(

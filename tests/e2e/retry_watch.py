@@ -97,7 +97,8 @@ class ServerWatch:
     def sample(self, conn: psycopg.Connection) -> ServerSample:
         detail = api_get(self.base_url, f"/api/v1/sessions/{self.session_id}", token=self.token)
         rows = conn.execute(
-            "SELECT count(*) FROM ladder_retrynotice WHERE session_id = %s", (self.session_id,)
+            "SELECT count(*) FROM ladder_retrynotice WHERE session_id = %s AND retired_at IS NULL",
+            (self.session_id,),
         ).fetchone()[0]
         notice = detail["notice"]
         return ServerSample(

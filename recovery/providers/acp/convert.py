@@ -6,7 +6,7 @@ members they do not know, and the Codex retry evidence lives in exactly such a m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from recovery.classify import classify
@@ -20,6 +20,7 @@ from recovery.providers.acp.events import (
     ResponseAttemptBoundary,
 )
 from recovery.providers.acp.metadata import allowed_identity
+from recovery.providers.acp.shaping import is_held_cursor_frame
 from recovery.redact import redact_credentials, redact_diagnostic
 from recovery.taxonomy import Classification, Code, Confidence, Evidence, Source
 
@@ -45,13 +46,15 @@ def is_diagnostic_candidate(text: str) -> bool:
 
 
 def update_events(
-    update: Mapping[str, Any], *, redact_chunks: bool = True
+    update: Mapping[str, Any], *, redact_chunks: bool = True, agent: str | None = None
 ) -> tuple[AgentEvent, ...]:
     """The events one ``session/update`` carries; unknown or malformed updates carry none.
 
     ``redact_chunks=False`` leaves ordinary (non-diagnostic) message and thought chunks as the
     agent sent them, for a caller that redacts them as a stream (``OutputRedactor``): a secret
-    split across chunks is only recognisable there.
+    split across chunks is only recognisable there. ``agent`` is the agent's reported identity
+    (``agentInfo.name``): only an adapter in ``BOUNDARY_EVIDENCE`` can mark a response-attempt
+    boundary, and only with its own shape.
     """
     kind = update.get("sessionUpdate")
     if kind in ("agent_message_chunk", "agent_thought_chunk"):
@@ -63,27 +66,41 @@ def update_events(
     if kind == "config_option_update":
         model = settled_model(update.get("configOptions"))
         return (ModelSettled(model_id=model),) if model else ()
-    if kind == "session_info_update" and is_response_attempt_retry(update):
+    if kind == "session_info_update" and is_response_attempt_retry(update, agent=agent):
         return (ResponseAttemptBoundary(attempt=0),)  # numbered by the stream shaper
     return ()
 
 
-def is_response_attempt_retry(update: Mapping[str, Any]) -> bool:
-    """Exact structured evidence that the provider abandoned its response and will regenerate.
-
-    Codex: the update's ``error`` says ``willRetry: true`` and names a disconnected response
+def _codex_will_retry(update: Mapping[str, Any]) -> bool:
+    """Codex: the update's ``error`` says ``willRetry: true`` and names a disconnected response
     stream (an object). ``willRetry: false``, a missing or non-object ``codexErrorInfo`` entry and
-    any other error are not a boundary: removing transcript rows on a guess would lose content.
-    """
+    any other error are not a boundary: removing transcript rows on a guess would lose content."""
     error = update.get("error")
-    if isinstance(error, Mapping) and error.get("willRetry") is True:
-        info = error.get("codexErrorInfo")
-        if isinstance(info, Mapping) and isinstance(
-            info.get("responseStreamDisconnected"), Mapping
-        ):
-            return True
+    if not isinstance(error, Mapping) or error.get("willRetry") is not True:
+        return False
+    info = error.get("codexErrorInfo")
+    return isinstance(info, Mapping) and isinstance(info.get("responseStreamDisconnected"), Mapping)
+
+
+def _mock_marker(update: Mapping[str, Any]) -> bool:
     meta = update.get("_meta")
     return isinstance(meta, Mapping) and meta.get(MOCK_RETRY_MARKER) is True
+
+
+# The supported adapters (requirements AC .26), by the exact identity each reports, each with the
+# one shape of retry evidence it sends. Another agent carrying the same members is not trusted:
+# a boundary deletes transcript rows, so it is accepted only where the evidence is known.
+BOUNDARY_EVIDENCE: Mapping[str, Callable[[Mapping[str, Any]], bool]] = {
+    "codex-acp": _codex_will_retry,
+    "kandev-mock-agent": _mock_marker,
+}
+
+
+def is_response_attempt_retry(update: Mapping[str, Any], *, agent: str | None) -> bool:
+    """Exact structured evidence, from a supported adapter, that the provider abandoned its
+    response and will regenerate it."""
+    shape = BOUNDARY_EVIDENCE.get(agent or "")
+    return shape is not None and shape(update)
 
 
 def settled_model(config_options: Any) -> str | None:
@@ -105,14 +122,15 @@ def _chunk_events(kind: str, content: Any, *, redact: bool) -> tuple[AgentEvent,
     if not isinstance(raw, str) or not raw:
         return ()
     diagnostic = is_diagnostic_candidate(raw)
-    # Provider diagnostics are the diagnostic tier (they may quote hosts, ids and paths);
-    # ordinary answers keep their paths and lose only credentials.
-    if diagnostic:
+    cursor_frame = kind == "agent_message_chunk" and is_held_cursor_frame(raw)
+    # Provider diagnostics (and Cursor frames) are the diagnostic tier and whole units (they may
+    # quote hosts, ids and paths); ordinary answers keep their paths and lose only credentials.
+    if diagnostic or cursor_frame:
         text = redact_diagnostic(raw)
     else:
         text = redact_credentials(raw) if redact else raw
     if kind == "agent_message_chunk":
-        return (AgentText(text=text, diagnostic=diagnostic),)
+        return (AgentText(text=text, diagnostic=diagnostic, cursor_frame=cursor_frame),)
     return (AgentThought(text=text, diagnostic=diagnostic),)
 
 

@@ -27,6 +27,9 @@ class Correlation:
 class AgentText:
     text: str
     diagnostic: bool = False  # a provider-diagnostic candidate: visible, but not output progress
+    # A whole Cursor RetriableError frame by its exact shape (AC .12): redacted as one unit and
+    # held back by a Cursor agent's shaper. Not a diagnostic: a transport loss never authorises.
+    cursor_frame: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,8 @@ Message and thought chunks go through one ``StreamRedactor`` each, so a key the 
 in 4-character chunks is removed like a key sent whole. A chunk's event carries only the text
 released so far (possibly none, then no event); what is held is released, as its own event,
 before any other event (another channel, a tool call, a response-attempt boundary) and at the
-end of the prompt (``flush``), so the order of output never changes. Diagnostic chunks and tool
-titles and contents are whole units and are redacted as such.
+end of the prompt (``flush``), so the order of output never changes. Diagnostic chunks, Cursor
+frames and tool titles and contents are whole units and are redacted as such.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class OutputRedactor:
         out: list[AgentEvent] = []
         for event in raw:
             channel = type(event)
-            if isinstance(event, AgentText | AgentThought) and not event.diagnostic:
+            if isinstance(event, AgentText | AgentThought) and not _whole_unit(event):
                 out.extend(self._flush_except(channel))
                 released = self._channels[channel].feed(event.text)
                 if released:
@@ -49,3 +49,7 @@ class OutputRedactor:
             if text := redactor.finish():
                 out.append(channel(text=text))
         return out
+
+
+def _whole_unit(event: AgentText | AgentThought) -> bool:
+    return event.diagnostic or (isinstance(event, AgentText) and event.cursor_frame)

@@ -323,7 +323,8 @@ class AcpPromptRun:
         update = params.get("update")
         if not isinstance(update, dict):
             return
-        for event in self._redactor.events(update_events(update, redact_chunks=False)):
+        converted = update_events(update, redact_chunks=False, agent=self._provider_id)
+        for event in self._redactor.events(converted):
             if isinstance(event, ModelSettled):
                 self._emit(event)
             elif self._prompting:

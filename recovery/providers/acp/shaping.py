@@ -56,12 +56,9 @@ class StreamShaper:
 
     def feed(self, event: AgentEvent) -> list[AgentEvent]:
         out: list[AgentEvent] = []
-        if (
-            self._cursor
-            and isinstance(event, AgentText)
-            and event.diagnostic
-            and is_held_cursor_frame(event.text)
-        ):
+        # Held by the frame's exact shape (AC .12, decided at conversion), not by the diagnostic
+        # marker: a Cursor loss is not fallback-eligible and so never a diagnostic.
+        if self._cursor and isinstance(event, AgentText) and event.cursor_frame:
             out += self._release()
             self._held = event
             return out
@@ -83,7 +80,7 @@ class StreamShaper:
         if self._held is None:
             return []
         held, self._held = self._held, None
-        return self._pass(held)  # unchanged: conversion already marked it a diagnostic
+        return self._pass(held)  # unchanged: the marker is what conversion decided
 
     def _pass(self, event: AgentEvent) -> list[AgentEvent]:
         if isinstance(event, ResponseAttemptBoundary):

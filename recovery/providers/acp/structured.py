@@ -129,7 +129,12 @@ def gemini_failure(*, code: Any, message: str) -> StructuredFailure | None:
         if not (isinstance(google_status, str) and _GOOGLE_STATUS.fullmatch(google_status)):
             google_status = None
         message = error.get("message") if isinstance(error.get("message"), str) else ""
-        excerpt = {"error": {"code": status, "message": message, "status": google_status}}
+        excerpt: dict[str, Any] = {
+            "error": {"code": status, "message": message, "status": google_status}
+        }
+        details = _google_details(error.get("details"))
+        if details:
+            excerpt["error"]["details"] = details
         return StructuredFailure(
             kind=google_status.lower() if google_status else None,
             status=status,
@@ -141,6 +146,37 @@ def gemini_failure(*, code: Any, message: str) -> StructuredFailure | None:
         excerpt=text,
         retry_after_ms=int(float(suggested.group(1)) * 1000) if suggested else None,
     )
+
+
+_GOOGLE_REASON = re.compile(r"[A-Z][A-Z0-9_]{1,63}")
+_GOOGLE_QUOTA_ID = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def _google_details(details: Any) -> list[dict[str, Any]]:
+    """The parts of google.rpc ``details`` that name a cause, and nothing else: an ErrorInfo
+    ``reason`` (API_KEY_INVALID, BILLING_DISABLED) and a QuotaFailure's violated quota ids (they
+    tell a per-day quota from a per-minute limit). Metadata, links and free text are dropped."""
+    projected: list[dict[str, Any]] = []
+    if not isinstance(details, list):
+        return projected
+    for detail in details[:8]:
+        if not isinstance(detail, dict):
+            continue
+        reason = detail.get("reason")
+        if isinstance(reason, str) and _GOOGLE_REASON.fullmatch(reason):
+            projected.append({"reason": reason})
+        violations = detail.get("violations")
+        if isinstance(violations, list):
+            ids = [
+                {"quotaId": v["quotaId"]}
+                for v in violations[:8]
+                if isinstance(v, dict)
+                and isinstance(v.get("quotaId"), str)
+                and _GOOGLE_QUOTA_ID.fullmatch(v["quotaId"])
+            ]
+            if ids:
+                projected.append({"violations": ids})
+    return projected
 
 
 def _http_status(value: Any) -> int | None:

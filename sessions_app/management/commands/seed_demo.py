@@ -24,6 +24,8 @@ from sessions_app.models import ProviderTarget, Session
 from sessions_app.services import session_create, target_create, target_update, task_create
 
 DEMO_USERNAME = "demo"
+# A local staff login for the admin (/admin/: targets, retry notices, loops, attempt records).
+ADMIN_USERNAME = "admin"
 MOCK_TARGET_NAME = "Mock"
 MOCK_MODEL = "mock-1"
 DEMO_SESSION_TITLE = "Try the mock provider"
@@ -96,6 +98,15 @@ def _agent_target_seed(seed: AgentSeed, *, mock_url: str) -> ProviderTarget:
     return target_update(target=target, kind=ProviderTarget.Kind.ACP, **fields)
 
 
+def admin_seed(*, password: str) -> str:
+    """Create or refresh the local staff login; returns its username."""
+    user, _ = get_user_model().objects.get_or_create(username=ADMIN_USERNAME)
+    user.is_staff = user.is_superuser = True
+    user.set_password(password)
+    user.save()
+    return user.username
+
+
 class Command(BaseCommand):
     help = (
         "Create or refresh the demo user, the Mock target, one target per ACP agent kind (all "
@@ -104,8 +115,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--password", default=None, help="the demo user's password")
+        parser.add_argument(
+            "--admin-password",
+            default=None,
+            help="also create or refresh the staff login 'admin' with this password "
+            "(default: KANDEV_ADMIN_PASSWORD; neither: no staff login)",
+        )
 
-    def handle(self, *args, password: str | None = None, **options):
+    def handle(
+        self, *args, password: str | None = None, admin_password: str | None = None, **options
+    ):
         password = password or settings.KANDEV_DEMO_PASSWORD or secrets.token_urlsafe(9)
         try:
             seed = demo_seed(password=password, mock_url=settings.KANDEV_MOCK_PROVIDER_URL)
@@ -115,3 +134,7 @@ class Command(BaseCommand):
             f"Demo login: {seed.username} / {seed.password} "
             f"(target {MOCK_TARGET_NAME} #{seed.target_id}, session #{seed.session_id})"
         )
+        admin_password = admin_password or settings.KANDEV_ADMIN_PASSWORD
+        if admin_password:
+            username = admin_seed(password=admin_password)
+            self.stdout.write(f"Admin login (/admin/): {username} / {admin_password}")

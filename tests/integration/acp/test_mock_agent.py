@@ -145,6 +145,14 @@ async def test_a_response_retry_yields_one_boundary_between_abandoned_and_replac
     assert outcome.evidence.output_seen and outcome.evidence.boundaries == 1
 
 
+async def test_the_same_retry_marker_from_an_unsupported_adapter_is_not_a_boundary(mock_agent):
+    events, _ = await run(mock_agent.spec("/response-retry", "--identity", "claude-code-acp"))
+
+    assert "boundary" not in tokens(events)
+    # Nothing is taken back: the abandoned text stays ordinary output.
+    assert tokens(events) == ["model", "thought", "text", "text", "end:end_turn"]
+
+
 @pytest.mark.parametrize(
     ("variant", "code"),
     [
@@ -154,6 +162,8 @@ async def test_a_response_retry_yields_one_boundary_between_abandoned_and_replac
         ("ping", Code.AGENT_TRANSPORT_LOST),
         ("stalled", Code.AGENT_TRANSPORT_LOST),
         ("exhausted", Code.PROVIDER_RESOURCE_EXHAUSTED),
+        ("other-suffix", Code.AGENT_TRANSPORT_LOST),
+        ("canceled-only", Code.AGENT_TRANSPORT_LOST),
     ],
 )
 async def test_a_trailing_cursor_frame_is_held_back_and_becomes_one_failure(
@@ -182,14 +192,17 @@ async def test_cursor_negatives_are_ordinary_output(mock_agent, variant):
 async def test_a_cursor_frame_the_agent_recovers_from_authorises_nothing(mock_agent):
     events, outcome = await run(mock_agent.spec("/cursor:resumed", "--identity", "cursor-agent"))
 
-    assert tokens(events) == ["model", "diagnostic", "text", "end:end_turn"]
+    # The superseded frame is shown as ordinary output (a transport loss is never a diagnostic),
+    # so nothing could replay the prompt on its account.
+    assert tokens(events) == ["model", "text", "text", "end:end_turn"]
     assert isinstance(outcome, PromptCompleted)
+    assert outcome.evidence.output_seen
 
 
 async def test_cursor_frames_from_other_agents_are_not_held(mock_agent):
     events, outcome = await run(mock_agent.spec("/cursor:stalled"))
 
-    assert tokens(events) == ["model", "diagnostic", "end:end_turn"]
+    assert tokens(events) == ["model", "text", "end:end_turn"]
     assert isinstance(outcome, PromptCompleted)
 
 

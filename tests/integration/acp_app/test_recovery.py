@@ -47,7 +47,7 @@ def test_an_overloaded_agent_waits_visibly_and_the_whole_prompt_recovers_in_a_ne
     assert generation.state == State.SUCCEEDED
     assert chat.state == Session.State.IDLE
     assert session_snapshot(session=chat)["notice"] is None
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
     assert RetryLoop.objects.get(generation=generation).state == RetryLoop.State.SUCCEEDED
     # Three prompts, each the person's own text, each to a freshly started agent process.
     assert prompts_received(agent_state) == ["/overloaded:2 summarise the notes"] * 3
@@ -144,6 +144,26 @@ def test_a_diagnostic_line_that_matches_the_error_still_allows_the_retry(chat, o
     answers = Message.objects.filter(session=chat, role="assistant").order_by("id")
     assert [m.incomplete for m in answers] == [True, False]
     assert answers.last().text == "Mock agent reply to: plan the sprint"
+
+
+def test_a_retried_attempt_that_prints_its_diagnostic_again_keeps_the_one_banner(
+    chat, owner, clock
+):
+    generation = run_prompt(chat, owner, "/diag-matched:2 plan the sprint", clock)
+    first = session_snapshot(session=chat)["notice"]
+
+    generation = run_retry(generation, clock)  # prints the 529 line again, then fails again
+
+    assert generation.state == State.WAITING_RETRY
+    second = session_snapshot(session=chat)["notice"]
+    assert (second["id"], second["attempt"]) == (first["id"], 2)  # updated in place
+    assert RetryNotice.objects.filter(session=chat).count() == 1
+    assert event_kinds(chat, "notice.") == ["notice.upserted", "notice.upserted"]
+
+    generation = run_retry(generation, clock)
+
+    assert generation.state == State.SUCCEEDED
+    assert event_kinds(chat, "notice.") == ["notice.upserted"] * 2 + ["notice.deleted"]
 
 
 def test_a_diagnostic_line_that_disagrees_with_the_error_is_manual(chat, owner, clock):

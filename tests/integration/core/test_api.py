@@ -155,3 +155,38 @@ def test_the_openapi_document_is_served_without_a_token():
     paths = response.json()["paths"]
     assert "/api/v1/sessions/{session_id}/prompts" in paths
     assert "/api/v1/targets" in paths
+
+
+def test_a_task_is_renamed_archived_and_brought_back_over_the_api(owner_api, session):
+    path = f"/api/v1/tasks/{session.task_id}"
+
+    renamed = owner_api.patch(path, {"title": "  Calm  retries "}, content_type="application/json")
+    archived = owner_api.patch(path, {"archived": True}, content_type="application/json")
+
+    assert renamed.status_code == 200 and renamed.json()["title"] == "Calm retries"
+    assert archived.json()["archived"] is True
+    back = owner_api.patch(path, {"archived": False}, content_type="application/json")
+    assert back.json()["archived"] is False
+    assert Task.objects.get(pk=session.task_id).title == "Calm retries"
+
+
+def test_a_foreign_task_patch_is_the_same_404_as_an_unknown_one(stranger_api, session):
+    foreign = stranger_api.patch(
+        f"/api/v1/tasks/{session.task_id}", {"title": "Mine"}, content_type="application/json"
+    )
+    unknown = stranger_api.patch(
+        f"/api/v1/tasks/{session.task_id + 999}", {"title": "Mine"}, content_type="application/json"
+    )
+    assert foreign.status_code == unknown.status_code == 404
+    assert foreign.json() == unknown.json()
+    assert Task.objects.get(pk=session.task_id).title == session.task.title
+
+
+@pytest.mark.parametrize("body", [{"title": ""}, {"title": "x" * 201}, {"archived": "later"}])
+def test_a_bad_task_patch_is_a_422_and_changes_nothing(owner_api, session, body):
+    response = owner_api.patch(
+        f"/api/v1/tasks/{session.task_id}", body, content_type="application/json"
+    )
+    assert response.status_code == 422
+    task = Task.objects.get(pk=session.task_id)
+    assert (task.title, task.archived_at) == (session.task.title, None)

@@ -88,8 +88,9 @@ def test_a_failed_push_never_breaks_the_writer(
     }
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         event = event_append(session=session, type=ev.SESSION_UPDATED, payload={"state": "idle"})
-    assert len(callbacks) == 1
+    assert len(callbacks) == 2  # the session's push and the owner's board hint
     assert "push of session" in caplog.text  # it really failed, and was only logged
+    assert "board push to user" in caplog.text
     assert SessionEvent.objects.get(pk=event.pk).seq == 1
 
 

@@ -73,7 +73,7 @@ def test_an_overload_before_output_waits_visibly_and_heals_when_the_provider_rec
     run_retry(loop, clock)
     second = session_snapshot(session=chat)["notice"]
     assert (second["id"], second["attempt"]) == (notice["id"], 2)  # updated in place
-    assert RetryNotice.objects.filter(session=chat).count() == 1
+    assert RetryNotice.objects.live().filter(session=chat).count() == 1
 
     run_retry(loop, clock)
 
@@ -82,7 +82,7 @@ def test_an_overload_before_output_waits_visibly_and_heals_when_the_provider_rec
     assert generation.state == State.SUCCEEDED
     assert chat.state == Session.State.IDLE
     assert session_snapshot(session=chat)["notice"] is None
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
     assert mock_provider.count() == 3
     answer = Message.objects.get(session=chat, role="assistant")
     assert answer.text and not answer.incomplete
@@ -200,7 +200,7 @@ def test_cancel_after_the_loop_ended_still_retires_a_stale_notice(chat, owner, c
     RetryLoop.objects.filter(generation=generation).update(state=RetryLoop.State.FAILED)
 
     assert retry_cancel(session_id=chat.pk, user=owner) == []
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
 
 
 def test_cancel_on_a_foreign_or_unknown_session_answers_like_no_loop(
@@ -210,7 +210,7 @@ def test_cancel_on_a_foreign_or_unknown_session_answers_like_no_loop(
 
     assert retry_cancel(session_id=chat.pk, user=stranger) == []
     assert retry_cancel(session_id=chat.pk + 1000, user=stranger) == []
-    assert RetryNotice.objects.filter(session=chat).count() == 1  # untouched
+    assert RetryNotice.objects.live().filter(session=chat).count() == 1  # untouched
 
 
 def test_stop_during_the_wait_ends_the_turn_and_retires_the_banner(chat, owner, clock):
@@ -222,7 +222,7 @@ def test_stop_during_the_wait_ends_the_turn_and_retires_the_banner(chat, owner, 
     chat.refresh_from_db()
     assert generation.state == State.STOPPED
     assert chat.state == Session.State.IDLE
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
     assert RetryLoop.objects.get(generation=generation).state == RetryLoop.State.CANCELLED
 
 
@@ -235,7 +235,7 @@ def test_a_new_prompt_during_the_wait_disarms_the_loop(chat, owner, clock, mock_
     first.refresh_from_db()
     assert first.state == State.SUPERSEDED
     assert second.state == State.QUEUED
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
     assert run_retry(loop, clock) is None
     assert mock_provider.count() == 1
 
@@ -250,7 +250,7 @@ def test_a_target_change_during_the_wait_disarms_the_loop(chat, owner, clock, mo
     chat.refresh_from_db()
     assert generation.state == State.SUPERSEDED
     assert chat.state == Session.State.IDLE and chat.target == other
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
 
 
 def test_failover_switches_target_before_any_output_and_says_so(

@@ -1,4 +1,5 @@
-"""The retry notice: one per session, updated in place, retired by deletion with an event."""
+"""The retry notice: one live per session, updated in place, retired (kept for the admin) with a
+deletion event, so viewers never see a retired one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.db import connection
 
 from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import PromptGeneration, SessionEvent
+from sessions_app.selectors import session_notice, session_snapshot
 from sessions_app.services.notices import notice_upsert, notices_cleanup, notices_retire
 
 from .conftest import loop_make
@@ -33,7 +35,7 @@ def test_it_updates_the_one_notice_in_place_for_each_attempt(running_generation,
     second = upsert(loop, attempt=3, retry_at=1_800_000_030.0)
 
     assert first.pk == second.pk
-    notice = RetryNotice.objects.get()
+    notice = RetryNotice.objects.live().get()
     assert (notice.attempt, notice.max_attempts) == (3, 5)
     pushed = events_of(running_generation.session, "notice.upserted")
     assert [e.payload["notice"]["attempt"] for e in pushed] == [2, 3]
@@ -44,15 +46,43 @@ def test_it_retires_every_notice_with_a_deletion_event(running_generation, clock
     loop = loop_make(generation=running_generation, clock=clock)
     notice = upsert(loop)
 
-    assert notices_retire(session_id=running_generation.session_id) == [notice.pk]
+    assert notices_retire(session_id=running_generation.session_id, reason="succeeded") == [notice.pk]
 
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
     deleted = events_of(running_generation.session, "notice.deleted")
     assert [e.payload["ids"] for e in deleted] == [[notice.pk]]
 
 
+def test_a_retired_notice_is_kept_with_when_why_and_which_loop(running_generation, clock):
+    loop = loop_make(generation=running_generation, clock=clock)
+    notice = upsert(loop)
+
+    notices_retire(session_id=running_generation.session_id, reason="cancelled", by=loop)
+
+    kept = RetryNotice.objects.get(pk=notice.pk)
+    assert kept.retired_at is not None
+    assert (kept.retired_reason, kept.retired_by_id) == ("cancelled", loop.pk)
+    assert session_notice(session=running_generation.session) is None
+    snapshot = session_snapshot(session=running_generation.session)
+    assert snapshot["notice"] is None
+
+
+def test_a_new_banner_after_a_retired_one_is_a_new_row_and_the_only_one_shown(
+    running_generation, clock
+):
+    loop = loop_make(generation=running_generation, clock=clock)
+    old = upsert(loop, attempt=1)
+    notices_retire(session_id=running_generation.session_id, reason="recovered", by=loop)
+
+    new = upsert(loop, attempt=2)
+
+    assert new.pk != old.pk
+    assert session_notice(session=running_generation.session)["id"] == new.pk
+    assert RetryNotice.objects.count() == 2
+
+
 def test_retiring_a_session_without_notices_writes_no_event(running_generation):
-    assert notices_retire(session_id=running_generation.session_id) == []
+    assert notices_retire(session_id=running_generation.session_id, reason="succeeded") == []
     assert not events_of(running_generation.session, "notice.deleted")
 
 
@@ -60,10 +90,10 @@ def test_a_late_failure_after_retirement_does_not_bring_the_notice_back(running_
     loop = loop_make(generation=running_generation, clock=clock)
     upsert(loop)
     RetryLoop.objects.filter(pk=loop.pk).update(state=RetryLoop.State.SUCCEEDED)
-    notices_retire(session_id=loop.session_id)
+    notices_retire(session_id=loop.session_id, reason="succeeded")
 
     assert upsert(loop, attempt=3) is None
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
 
 
 def test_duplicates_left_by_earlier_runs_are_consolidated_on_the_next_write(
@@ -82,7 +112,7 @@ def test_duplicates_left_by_earlier_runs_are_consolidated_on_the_next_write(
 
     kept = upsert(loop, attempt=2)
 
-    assert list(RetryNotice.objects.values_list("pk", flat=True)) == [kept.pk]
+    assert list(RetryNotice.objects.live().values_list("pk", flat=True)) == [kept.pk]
     assert kept.loop_id == loop.pk
     assert len(events_of(session, "notice.deleted")[0].payload["ids"]) == 1
 
@@ -93,7 +123,7 @@ def test_cleanup_retires_notices_whose_loop_already_ended(running_generation, cl
     RetryLoop.objects.filter(pk=loop.pk).update(state=RetryLoop.State.CANCELLED)
 
     assert notices_cleanup() == 1
-    assert not RetryNotice.objects.exists()
+    assert not RetryNotice.objects.live().exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -124,4 +154,4 @@ def test_two_failures_racing_for_one_session_leave_one_notice(running_generation
         thread.join()
 
     assert errors == []
-    assert RetryNotice.objects.filter(session=session).count() == 1
+    assert RetryNotice.objects.live().filter(session=session).count() == 1

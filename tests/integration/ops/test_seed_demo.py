@@ -75,3 +75,21 @@ def test_a_mock_url_on_a_host_the_operator_did_not_allow_is_refused_and_nothing_
 
     assert not ProviderTarget.objects.exists()
     assert not get_user_model().objects.filter(username="demo").exists()
+
+
+def test_with_an_admin_password_it_makes_a_staff_login_that_opens_the_admin(settings, client):
+    settings.KANDEV_ADMIN_PASSWORD = ""
+    assert "Admin login" not in seed(password="demo-pass-1")
+    assert not get_user_model().objects.filter(username="admin").exists()
+
+    output = seed(password="demo-pass-1", admin_password="admin-pass-1")
+
+    assert "Admin login (/admin/): admin / admin-pass-1" in output
+    users = get_user_model().objects
+    admin = users.get(username="admin")
+    assert admin.check_password("admin-pass-1") and admin.is_staff
+    client.force_login(admin)
+    assert client.get("/admin/ladder/retrynotice/").status_code == 200
+    # The demo user stays an ordinary user: the admin refuses it.
+    client.force_login(users.get(username="demo"))
+    assert client.get("/admin/ladder/retrynotice/").status_code == 302

@@ -30,6 +30,11 @@ def start_up(**env: str) -> subprocess.CompletedProcess[str]:
         ("KANDEV_RETRY_DELAYS", "5,ten"),
         ("KANDEV_RETRY_JITTER", "2"),
         ("KANDEV_RETRY_DEADLINE", "-1"),
+        ("KANDEV_RETRY_TURN_CAP", "60"),  # shorter than one call's deadline
+        ("KANDEV_RETRY_TURN_CAP", "forever"),
+        ("KANDEV_FIRST_CHUNK_TIMEOUT", "0"),
+        ("KANDEV_IDLE_TIMEOUT", "soon"),
+        ("KANDEV_NO_PROGRESS_TIMEOUT", "7200"),
         ("KANDEV_STREAM_FLUSH_INTERVAL", "often"),
         ("KANDEV_AGENT_NODE", "node"),
         ("KANDEV_AGENT_EXIT_GRACE_S", "-1"),

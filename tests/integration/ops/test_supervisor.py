@@ -147,6 +147,9 @@ def test_it_serves_the_app_and_stops_everything_on_ctrl_c(supervisor_factory):
     assert http_status(f"http://127.0.0.1:{run.port}/admin/login/") == 200
     assert http_status(f"http://127.0.0.1:{run.mock_port}/_mock/health") == 200
     assert f"Log in as: demo / {DEMO_PASSWORD}" in run.output
+    admin_password = (run.state_dir / "admin_password").read_text().strip()
+    admin_line = f"Admin (retry notices, targets): http://127.0.0.1:{run.port}/admin/  as admin / "
+    assert admin_line + admin_password in run.output
     for name in ("migrate", "seed", "worker", "beat", "web"):
         assert any(line.lstrip().startswith(f"{name} | ") for line in run.lines), name
     env_file = run.state_dir / "services.env"
@@ -162,7 +165,11 @@ def test_it_serves_the_app_and_stops_everything_on_ctrl_c(supervisor_factory):
         target = connection.execute(
             "select kind, model, base_url from sessions_app_providertarget where name = 'Mock'"
         ).fetchone()
+        admin_encoded, admin_staff = connection.execute(
+            "select password, is_staff from auth_user where username = 'admin'"
+        ).fetchone()
     assert check_password(DEMO_PASSWORD, encoded)
+    assert admin_staff and check_password(admin_password, admin_encoded)
     assert target == ("mock", "mock-1", f"http://127.0.0.1:{run.mock_port}")
     children = run.descendants()
     assert len(children) >= 4  # mock, worker (+ its pool), beat, web

@@ -131,7 +131,7 @@ def test_a_replay_and_a_snapshot_agree_that_a_retired_banner_is_gone(session):
     notice = waiting_session(session=session)
     mid_retry = session_snapshot(session=session)
     assert 'id="notice-' in snapshot_frame(snapshot=mid_retry)
-    notices_retire(session_id=session.pk)
+    notices_retire(session_id=session.pk, reason="succeeded")
 
     replay = events_frame(
         session_id=session.pk, events=events_after(session=session, after_seq=stale_seq)
@@ -153,7 +153,7 @@ def test_the_page_after_reload_shows_the_banner_while_waiting_and_the_card_after
     assert re.search(r'data-server-now-ms="\d{13}"', page)
     assert "recovery-card" not in page
 
-    notices_retire(session_id=session.pk)
+    notices_retire(session_id=session.pk, reason="succeeded")
     session_state_set(
         session=session,
         state="needs_attention",

@@ -31,7 +31,7 @@ def test_cancel_retires_the_banner_and_offers_resume_and_start_fresh(owner, sess
     response = logged_in(owner).post(f"/sessions/{session.pk}/cancel-retry/", **HTMX)
 
     assert response.status_code == 204
-    assert not RetryNotice.objects.filter(session=session).exists()
+    assert not RetryNotice.objects.live().filter(session=session).exists()
     assert RetryLoop.objects.get(session=session).state == RetryLoop.State.CANCELLED
     snapshot = session_snapshot(session=session)
     assert snapshot["state"] == Session.State.NEEDS_ATTENTION
@@ -53,14 +53,14 @@ def test_cancel_answers_a_foreign_an_unknown_and_a_loopless_session_exactly_alik
     assert answer(foreign) == answer(unknown) == answer(loopless)
     # ...and the stranger's press changed nothing.
     assert RetryLoop.objects.get(session=session).state == RetryLoop.State.WAITING
-    assert RetryNotice.objects.filter(session=session).count() == 1
+    assert RetryNotice.objects.live().filter(session=session).count() == 1
 
 
 def test_cancel_without_htmx_goes_back_to_the_session_page(owner, session):
     waiting_session(session=session)
     response = logged_in(owner).post(f"/sessions/{session.pk}/cancel-retry/")
     assert response.status_code == 302 and response["Location"] == f"/sessions/{session.pk}/"
-    assert not RetryNotice.objects.filter(session=session).exists()
+    assert not RetryNotice.objects.live().filter(session=session).exists()
 
 
 @pytest.mark.parametrize("action", ["cancel-retry", "recover"])
@@ -69,20 +69,20 @@ def test_recovery_actions_need_a_login_and_a_post(client, owner, session, action
     response = client.post(f"/sessions/{session.pk}/{action}/", {"action": "resume"}, **HTMX)
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
     assert logged_in(owner).get(f"/sessions/{session.pk}/{action}/").status_code == 405
-    assert RetryNotice.objects.filter(session=session).count() == 1
+    assert RetryNotice.objects.live().filter(session=session).count() == 1
 
 
 def test_cancel_is_refused_without_a_csrf_token_and_accepted_with_one(owner, session):
     waiting_session(session=session)
     browser = logged_in(owner, enforce_csrf=True)
     assert browser.post(f"/sessions/{session.pk}/cancel-retry/", **HTMX).status_code == 403
-    assert RetryNotice.objects.filter(session=session).count() == 1
+    assert RetryNotice.objects.live().filter(session=session).count() == 1
 
     page = browser.get(f"/sessions/{session.pk}/")
     token = page.cookies["csrftoken"].value
     response = browser.post(f"/sessions/{session.pk}/cancel-retry/", HTTP_X_CSRFTOKEN=token, **HTMX)
     assert response.status_code == 204
-    assert not RetryNotice.objects.filter(session=session).exists()
+    assert not RetryNotice.objects.live().filter(session=session).exists()
 
 
 def cancelled(owner, session) -> None:

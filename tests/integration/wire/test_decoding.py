@@ -155,7 +155,7 @@ FAILURES = [
         Exposure.NONE,
         Code.PROVIDER_UNAVAILABLE,
     ),
-    ("/quota", "anthropic", Kind.UNKNOWN, 402, "billing_error", Exposure.NONE, Code.QUOTA_LIMITED),
+    ("/quota", "anthropic", Kind.UNKNOWN, 402, "billing_error", Exposure.NONE, Code.BILLING_LIMITED),
     (
         "/auth",
         "anthropic",
@@ -212,7 +212,7 @@ FAILURES = [
         Exposure.TOOL_CALL,
         Code.PROVIDER_OVERLOADED,
     ),
-    # OpenAI sends an overload as a server_error type with an "overloaded" code: the type names it.
+    # OpenAI sends an overload as a server_error type whose message is its overload sentence.
     (
         "/overloaded:1",
         "openai",
@@ -220,7 +220,7 @@ FAILURES = [
         503,
         "overloaded",
         Exposure.NONE,
-        Code.PROVIDER_UNAVAILABLE,
+        Code.PROVIDER_OVERLOADED,
     ),
     (
         "/overloaded-sse:1",
@@ -229,7 +229,7 @@ FAILURES = [
         None,
         "overloaded",
         Exposure.NONE,
-        Code.PROVIDER_UNAVAILABLE,
+        Code.PROVIDER_OVERLOADED,
     ),
     (
         "/overloaded-after-text:1",
@@ -238,7 +238,7 @@ FAILURES = [
         None,
         "overloaded",
         Exposure.CONTENT,
-        Code.PROVIDER_UNAVAILABLE,
+        Code.PROVIDER_OVERLOADED,
     ),
     (
         "/rate-limited:1",
@@ -256,7 +256,7 @@ FAILURES = [
         429,
         "insufficient_quota",
         Exposure.NONE,
-        Code.QUOTA_LIMITED,
+        Code.BILLING_LIMITED,
     ),
     ("/auth", "openai", Kind.UNKNOWN, 401, "invalid_api_key", Exposure.NONE, Code.AUTH_REQUIRED),
     ("/cut:1", "openai", Kind.TRUNCATED, None, None, Exposure.CONTENT, Code.TRUNCATED_STREAM),
@@ -277,7 +277,7 @@ FAILURES = [
         None,
         "overloaded",
         Exposure.METADATA,
-        Code.PROVIDER_UNAVAILABLE,
+        Code.PROVIDER_OVERLOADED,
     ),
     (
         "/gateway-openrouter:1",

@@ -43,8 +43,28 @@ def test_pings_keep_an_idle_timer_alive(mock_provider: MockProvider, wire: str) 
 
 
 @pytest.mark.parametrize("wire", WIRES)
-def test_pings_do_not_count_as_a_first_chunk(mock_provider: MockProvider, wire: str) -> None:
-    timeouts = StreamTimeouts(first_chunk_s=0.4, idle_s=5, no_progress_s=5)
+def test_pings_keep_a_call_alive_past_the_first_chunk_timeout(
+    mock_provider: MockProvider, wire: str
+) -> None:
+    # A reasoning model that pings for 1.2 s before answering: the 0.3 s first-chunk timeout
+    # is met by the first ping, and no progress is allowed 5 s.
+    timeouts = StreamTimeouts(first_chunk_s=0.3, idle_s=5, no_progress_s=5)
+    events, failure = consume(
+        open_stream(
+            mock_provider.target(wire),
+            user_call("/ping-stall:1200 hi"),
+            cancel=CancelToken(),
+            timeouts=timeouts,
+        )
+    )
+    assert failure is None and isinstance(events[-1], TurnEnd)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_pings_without_any_output_are_cut_by_the_no_progress_timeout(
+    mock_provider: MockProvider, wire: str
+) -> None:
+    timeouts = StreamTimeouts(first_chunk_s=0.3, idle_s=5, no_progress_s=0.8)
     stream = open_stream(
         mock_provider.target(wire),
         user_call("/ping-stall:3000 hi"),
@@ -54,9 +74,49 @@ def test_pings_do_not_count_as_a_first_chunk(mock_provider: MockProvider, wire: 
     started = time.monotonic()
     events, failure = consume(stream)
     assert events == [] and failure.evidence.kind is Kind.TIMEOUT
+    assert "no output within 0.8 s" in failure.detail
     assert failure.evidence.exposure is Exposure.METADATA
-    assert time.monotonic() - started < 0.4 + 1.0
+    assert 0.8 <= time.monotonic() - started < 0.8 + 1.5
     assert mock_provider.wait_for(lambda rs: rs[0]["disconnected"])[0]["disconnected"]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_provider_that_sends_nothing_is_cut_by_the_first_chunk_timeout(
+    mock_provider: MockProvider, wire: str
+) -> None:
+    timeouts = StreamTimeouts(first_chunk_s=0.4, idle_s=5, no_progress_s=5)
+    _, failure = consume(
+        open_stream(
+            mock_provider.target(wire),
+            user_call("/slow-first-byte:3000 hi"),
+            cancel=CancelToken(),
+            timeouts=timeouts,
+        )
+    )
+    assert failure.evidence.kind is Kind.TIMEOUT and "no response within 0.4 s" in failure.detail
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_thinking_is_progress_before_the_answer(mock_provider: MockProvider, wire: str) -> None:
+    timeouts = StreamTimeouts(first_chunk_s=5, idle_s=5, no_progress_s=5)
+    events, failure = consume(
+        open_stream(
+            mock_provider.target(wire),
+            user_call("/thinking why"),
+            cancel=CancelToken(),
+            timeouts=timeouts,
+        )
+    )
+    assert failure is None and isinstance(events[-1], TurnEnd)
+
+
+@pytest.mark.parametrize(
+    "field", ["first_chunk_s", "idle_s", "no_progress_s", "connect_s", "write_s"]
+)
+@pytest.mark.parametrize("value", [0, -1, float("nan"), float("inf")])
+def test_a_bad_timeout_is_refused_naming_it(field, value) -> None:
+    with pytest.raises(ValueError, match=field):
+        StreamTimeouts(**{field: value})
 
 
 @pytest.mark.parametrize("wire", WIRES)

@@ -60,7 +60,10 @@ def run_openai(mock: MockProvider, text: str) -> tuple[list[str], str, Exception
 
 
 def test_every_scenario_has_a_characterization_below() -> None:
-    covered = {name for name, *_ in ANTHROPIC_FIRST_ATTEMPT} | {"plain", "thinking", "tool", "long"}
+    answering = {"plain", "thinking", "tool", "long", "tool-then-overloaded"}
+    answering |= {"echo-credentials-stream"}  # tests/integration/core/test_output_redaction.py
+    # wire-fixture sends recorded bodies: tests/integration/wire/test_stream_fixtures.py
+    covered = {name for name, *_ in ANTHROPIC_FIRST_ATTEMPT} | answering | {"wire-fixture"}
     assert (
         set(SCENARIOS) - {"slow-first-byte", "slow-stream", "ping-stall", "stall-after-text"}
         <= covered

@@ -21,6 +21,7 @@ from recovery.providers.acp import (
     evidence_start,
     failure_build,
 )
+from recovery.providers.acp.convert import update_events
 from recovery.taxonomy import Code, Exposure, Source
 
 CURRENT = Correlation(session_id="s-1", execution_id="e-1", generation=2)
@@ -124,3 +125,68 @@ def test_a_direct_provider_failure_has_no_replay_question():
     assert judgement.replay is None
     assert judgement.evidence == failure.evidence
     assert judgement.decision.action is Action.RETRY
+
+
+CURSOR_STALLED = "Error: RetriableError: Connection stalled"
+
+
+def cursor_failure(*events):
+    state = evidence_start(correlation=CURRENT)
+    for event in events:
+        state = evidence_observe(state, event, correlation=CURRENT)
+    return failure_build(
+        terminal=TerminalError(source=Source.ACP_CHUNK, message=CURSOR_STALLED),
+        attempt=state,
+        correlation=CURRENT,
+        provider_id="cursor-agent",
+        model_id=None,
+    )
+
+
+def judged_at(failure, *, elapsed_s, fallbacks=("backup",)):
+    clock = FakeClock()
+    budget = Budget.start(settings=RetrySettings(jitter=0.0), clock=clock, target="agent")
+    budget = budget.record_attempt(target="agent").record_failure(clock=clock)
+    clock.advance(elapsed_s)
+    return judge(
+        evidence=failure.evidence,
+        replay=failure.replay_facts,
+        budget=budget,
+        attempt=2,
+        current_target="agent",
+        fallbacks=fallbacks,
+        clock=clock,
+        rng=random.Random(0),
+    )
+
+
+def test_a_cursor_loss_is_retried_on_the_selected_provider():
+    judgement = judged_at(cursor_failure(), elapsed_s=0)
+
+    assert judgement.classification.code is Code.AGENT_TRANSPORT_LOST
+    assert not judgement.classification.fallback_eligible
+    assert (judgement.decision.action, judgement.decision.target) == (Action.RETRY, "agent")
+
+
+def test_a_cursor_loss_near_the_deadline_keeps_the_selected_provider():
+    judgement = judged_at(cursor_failure(), elapsed_s=148)  # 2 s left, the ladder asks for 5
+
+    assert judgement.decision.action is Action.MANUAL  # never a switch to "backup"
+    assert judgement.decision.target is None
+
+
+def test_a_chunk_quoting_a_transport_loss_does_not_authorise_a_whole_prompt_replay():
+    # The agent printed the same line before the failure: it is ordinary output, not a
+    # diagnostic, because the cause is not fallback-eligible.
+    (chunk,) = update_events(
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": CURSOR_STALLED},
+        }
+    )
+    assert not chunk.diagnostic
+
+    judgement = judged_at(cursor_failure(chunk), elapsed_s=0, fallbacks=())
+
+    assert judgement.replay.reason is ReplayReason.OUTPUT_SEEN
+    assert judgement.decision.action is Action.MANUAL

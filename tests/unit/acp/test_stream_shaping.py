@@ -69,10 +69,29 @@ def test_ordinary_text_loses_credentials_but_keeps_paths():
     assert "./src/app/settings.py" in event.text
 
 
-def test_the_codex_retry_shape_is_a_boundary():
+def test_the_codex_retry_shape_is_a_boundary_from_codex():
     error = {"message": "stream disconnected", "willRetry": True, "codexErrorInfo": DISCONNECTED}
 
-    assert update_events(codex_info(error)) == (ResponseAttemptBoundary(attempt=0),)
+    assert update_events(codex_info(error), agent="codex-acp") == (
+        ResponseAttemptBoundary(attempt=0),
+    )
+
+
+@pytest.mark.parametrize("agent", [None, "", "claude-code-acp", "gemini-cli", "Codex-ACP", "codex"])
+def test_retry_evidence_from_an_unsupported_adapter_is_not_a_boundary(agent):
+    error = {"message": "stream disconnected", "willRetry": True, "codexErrorInfo": DISCONNECTED}
+    marked = {"sessionUpdate": "session_info_update", "_meta": {MOCK_RETRY_MARKER: True}}
+
+    assert update_events(codex_info(error), agent=agent) == ()
+    assert update_events(marked, agent=agent) == ()
+
+
+def test_each_adapter_is_trusted_only_with_its_own_shape():
+    error = {"message": "stream disconnected", "willRetry": True, "codexErrorInfo": DISCONNECTED}
+    marked = {"sessionUpdate": "session_info_update", "_meta": {MOCK_RETRY_MARKER: True}}
+
+    assert update_events(codex_info(error), agent="kandev-mock-agent") == ()
+    assert update_events(marked, agent="codex-acp") == ()
 
 
 @pytest.mark.parametrize(
@@ -89,15 +108,15 @@ def test_the_codex_retry_shape_is_a_boundary():
     ids=["false", "string-flag", "not-an-object", "other-info", "no-info", "string", "none"],
 )
 def test_malformed_or_final_codex_errors_are_not_boundaries(error):
-    assert update_events(codex_info(error)) == ()
+    assert update_events(codex_info(error), agent="codex-acp") == ()
 
 
 def test_the_mock_marker_is_a_boundary_and_a_false_marker_is_not():
     marked = {"sessionUpdate": "session_info_update", "_meta": {MOCK_RETRY_MARKER: True}}
     unmarked = {"sessionUpdate": "session_info_update", "_meta": {MOCK_RETRY_MARKER: "true"}}
 
-    assert update_events(marked) == (ResponseAttemptBoundary(attempt=0),)
-    assert update_events(unmarked) == ()
+    assert update_events(marked, agent="kandev-mock-agent") == (ResponseAttemptBoundary(attempt=0),)
+    assert update_events(unmarked, agent="kandev-mock-agent") == ()
 
 
 def test_a_model_selector_settles_the_model():

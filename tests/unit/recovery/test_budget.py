@@ -73,9 +73,10 @@ def test_a_budget_counts_attempts_waits_and_visited_targets():
     assert budget.visited_targets == ("anthropic/sonnet", "openai/gpt")
 
 
-def test_the_deadline_runs_on_the_wall_clock_from_the_start():
+def test_the_deadline_runs_on_the_wall_clock_from_the_first_failure():
     clock = FakeClock()
     budget = Budget.start(settings=RetrySettings(deadline_s=150), clock=clock, target="a")
+    budget = budget.record_failure(clock=clock)
 
     clock.advance(100)
     assert budget.remaining_s(clock=clock) == 50
@@ -112,3 +113,73 @@ def test_the_fake_clock_moves_only_when_told_and_never_backwards():
     assert (clock.now(), clock.monotonic()) == (5.0, 2.5)
     with pytest.raises(ValueError):
         clock.advance(-1)
+
+
+def test_the_deadline_runs_per_call_from_its_first_failure():
+    clock = FakeClock()
+    budget = Budget.start(settings=RetrySettings(deadline_s=150), clock=clock, target="a")
+    clock.advance(165)  # a first call and a tool took 165 s; the second call fails now
+
+    budget = budget.record_attempt(target="a").record_failure(clock=clock)
+    assert budget.remaining_s(clock=clock) == 150
+    clock.advance(100)
+    assert budget.record_failure(clock=clock).remaining_s(clock=clock) == 50  # the first counts
+    assert budget.elapsed_s(clock=clock) == 100
+
+
+def test_a_call_that_succeeded_leaves_the_next_call_a_fresh_ladder():
+    clock = FakeClock()
+    settings = RetrySettings(max_attempts=2, deadline_s=150)
+    budget = Budget.start(settings=settings, clock=clock, target="a").record_attempt(target="a")
+    budget = budget.record_failure(clock=clock).record_attempt(target="a")
+    clock.advance(140)
+    assert (budget.attempts_left, budget.remaining_s(clock=clock)) == (1, 10)
+
+    budget = budget.record_call_success()
+    assert (budget.attempts_left, budget.remaining_s(clock=clock)) == (2, 150)
+    # The next call's retries then walk its own ladder: attempt 1, then 2.
+    assert budget.retries == 0
+    assert budget.record_attempt(target="a").retries == 1
+
+
+def test_the_turn_cap_bounds_every_call_of_the_turn_together():
+    clock = FakeClock()
+    settings = RetrySettings(deadline_s=150, turn_cap_s=200)
+    budget = Budget.start(settings=settings, clock=clock, target="a")
+    clock.advance(180)
+
+    budget = budget.record_failure(clock=clock)
+    assert budget.remaining_s(clock=clock) == 20
+    assert budget.turn_cap_binds(clock=clock)
+
+
+def test_the_turn_cap_defaults_to_ten_minutes_or_the_deadline_if_longer():
+    assert RetrySettings().turn_cap == 600
+    assert RetrySettings(deadline_s=900).turn_cap == 900
+    assert RetrySettings.from_env({"KANDEV_RETRY_TURN_CAP": "1200"}).turn_cap == 1200
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"KANDEV_RETRY_TURN_CAP": "ten"}, "KANDEV_RETRY_TURN_CAP must be a number"),
+        ({"KANDEV_RETRY_TURN_CAP": "nan"}, "KANDEV_RETRY_TURN_CAP must be a finite"),
+        ({"KANDEV_RETRY_TURN_CAP": "100"}, "at least KANDEV_RETRY_DEADLINE"),
+        (
+            {"KANDEV_RETRY_TURN_CAP": "300", "KANDEV_RETRY_DEADLINE": "400"},
+            r"at least KANDEV_RETRY_DEADLINE \(400 s\)",
+        ),
+    ],
+)
+def test_a_bad_turn_cap_is_refused_naming_the_variable(environ, message):
+    with pytest.raises(ValueError, match=message):
+        RetrySettings.from_env(environ)
+
+
+def test_a_budget_persisted_before_per_call_deadlines_still_loads():
+    clock = FakeClock()
+    data = Budget.start(settings=RetrySettings(), clock=clock, target="a").to_dict()
+    del data["call_failed_at"], data["settings"]["turn_cap_s"]
+
+    loaded = Budget.from_dict(data)
+    assert (loaded.call_failed_at, loaded.settings.turn_cap) == (clock.now(), 600)

@@ -91,12 +91,12 @@ def test_every_rule_says_why_it_is_as_narrow_as_it_is():
     assert [rule.id for rule in RULES if len(rule.why_narrow) < 20] == []
 
 
-def test_every_text_rule_declares_lower_case_needles_for_the_precheck():
+def test_every_text_rule_the_precheck_gates_declares_lower_case_needles():
     for rule in RULES:
-        if rule.reads_text:
+        if rule.gated_by_precheck:
             assert rule.needles, rule.id
             assert all(needle == needle.lower() for needle in rule.needles), rule.id
-        else:
+        else:  # no text, or a status or code gates it: needles would be dead weight in the scan
             assert not rule.needles, rule.id
 
 

@@ -35,9 +35,9 @@ COLLISIONS = [
                 }
             ),
         ),
-        "openai.insufficient_quota.v1",
+        "openai.insufficient_quota.v2",
         "http.too_many_requests.429.v1",
-        Code.QUOTA_LIMITED,
+        Code.BILLING_LIMITED,
         id="insufficient_quota in a 429 is money, not a rate limit",
     ),
     pytest.param(
@@ -54,9 +54,9 @@ COLLISIONS = [
                 }
             ),
         ),
-        "anthropic.credit_balance_too_low.v1",
+        "anthropic.credit_balance_too_low.v2",
         "anthropic.invalid_request_error.v1",
-        Code.QUOTA_LIMITED,
+        Code.BILLING_LIMITED,
         id="credit balance beats the invalid_request_error it arrives as",
     ),
     pytest.param(

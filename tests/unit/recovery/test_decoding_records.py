@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from recovery.classify import classify
 from recovery.clock import FakeClock
 from recovery.providers.failures import status_failure, stream_error_failure
@@ -34,17 +36,30 @@ def test_an_error_response_is_recorded_and_left_unjudged():
 
 
 def test_a_status_no_rule_names_goes_to_a_person():
-    # The catalogue keeps 501 unclassified; the decoder no longer calls every 5xx a server error.
+    # The decoder does not call every 4xx or 5xx an error it knows: the catalogue decides.
     failure = status_failure(
         provider_id="openai",
         model="m",
-        status=501,
+        status=418,
         headers={},
-        body=b"Not Implemented",
+        body=b"I'm a teapot",
         clock=FakeClock(),
     )
 
     assert classify(failure.evidence).code is Code.UNCLASSIFIED
+
+
+@pytest.mark.parametrize("status", [501, 505])
+def test_501_and_505_are_hard_set_up_failures_not_weather(status):
+    failure = status_failure(
+        provider_id="openai", model="m", status=status, headers={}, body=b"", clock=FakeClock()
+    )
+
+    classification = classify(failure.evidence)
+    assert (classification.code, classification.is_transient) == (
+        Code.PROVIDER_NOT_CONFIGURED,
+        False,
+    )
 
 
 def test_a_status_a_gateway_relays_inside_a_200_stream_is_read_by_the_status_rules():

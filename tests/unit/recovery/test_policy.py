@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -25,7 +26,9 @@ def overload(**fields) -> Evidence:
 
 
 def budget_after(attempts: int, *, clock: FakeClock, settings=NO_JITTER, targets=("primary",)):
+    # The call first failed when the budget opened: its deadline runs from there.
     budget = Budget.start(settings=settings, clock=clock, target=targets[0])
+    budget = budget.record_failure(clock=clock)
     for number in range(attempts):
         budget = budget.record_attempt(target=targets[min(number, len(targets) - 1)])
     return budget
@@ -85,7 +88,7 @@ def test_jitter_stays_within_twenty_percent_and_is_reproducible_from_the_seed():
         (12_000, 12.0),  # a floor above the ladder raises the wait
         (2_000, 5.0),  # a floor below the ladder never shortens it
         (0, 5.0),  # 0 means "no floor", not "retry at once"
-        (90_000, 60.0),  # capped at retry_after_cap_s
+        (60_000, 60.0),  # up to retry_after_cap_s it is honoured as sent
     ],
 )
 def test_retry_after_is_a_capped_floor(retry_after_ms, expected_wait):
@@ -94,6 +97,112 @@ def test_retry_after_is_a_capped_floor(retry_after_ms, expected_wait):
         overload(retry_after_ms=retry_after_ms), clock=clock, budget=budget_after(1, clock=clock)
     )
     assert (decision.action, decision.wait_s) == (Action.RETRY, expected_wait)
+
+
+def test_a_retry_after_beyond_the_cap_is_not_retried_at_the_cap_and_names_the_wait():
+    clock = FakeClock()
+    decision = decide_for(
+        overload(retry_after_ms=90_000), clock=clock, budget=budget_after(1, clock=clock)
+    )
+
+    assert decision.action is Action.MANUAL  # never a retry at 60 s the provider would refuse
+    assert decision.message == (
+        "Provider overloaded. The provider asked to wait 1 min 30 s before trying again, longer "
+        "than the longest wait automatic retry takes (1 min), so it was not retried "
+        "automatically. Resume after that."
+    )
+
+
+def test_a_retry_after_beyond_the_cap_fails_over_when_a_fallback_is_free():
+    clock = FakeClock()
+    decision = decide_for(
+        overload(retry_after_ms=90_000),
+        clock=clock,
+        budget=budget_after(1, clock=clock),
+        fallbacks=["backup"],
+    )
+    assert (decision.action, decision.target) == (Action.FAILOVER, "backup")
+
+
+def test_a_retry_after_beyond_the_deadline_names_the_wait_not_a_hard_failure():
+    clock = FakeClock()
+    settings = RetrySettings(jitter=0, retry_after_cap_s=300)
+    budget = budget_after(1, clock=clock, settings=settings)
+    clock.advance(100)  # 50 s left
+
+    decision = decide_for(overload(retry_after_ms=120_000), clock=clock, budget=budget)
+
+    assert decision.action is Action.MANUAL
+    assert "Retrying would not fix this" not in decision.message
+    assert decision.message == (
+        "Provider overloaded. The provider asked to wait 2 min before trying again, longer than "
+        "the time automatic retry has left (50 s), so it was not retried automatically. Resume "
+        "after that."
+    )
+
+
+def test_a_rate_limit_retry_after_of_90_s_is_waited_for_not_retried_at_60():
+    clock = FakeClock()
+    evidence = Evidence(source=Source.HTTP, status=429, excerpt="", retry_after_ms=90_000)
+
+    decision = decide_for(evidence, clock=clock, budget=budget_after(1, clock=clock))
+
+    assert (decision.action, decision.wait_s) == (Action.WAIT_FOR_RESET, 90.0)
+
+
+@pytest.mark.parametrize("retry_after_ms", [10**15, 10**12 * 1000])
+def test_an_absurd_provider_wait_is_bounded_in_what_the_card_says(retry_after_ms):
+    clock = FakeClock()
+    evidence = Evidence(source=Source.HTTP, status=429, excerpt="", retry_after_ms=retry_after_ms)
+
+    decision = decide_for(evidence, clock=clock, budget=budget_after(1, clock=clock))
+
+    assert decision.action is Action.MANUAL
+    assert decision.message == "Rate limited. The limit resets in about 30 days."
+
+
+def test_x_should_retry_false_stops_a_transient_failure():
+    clock = FakeClock()
+    decision = decide_for(
+        overload(should_retry=False),
+        clock=clock,
+        budget=budget_after(1, clock=clock),
+        fallbacks=["b"],
+    )
+
+    assert decision.action is Action.MANUAL
+    assert decision.message == (
+        "Provider overloaded. The provider said this request should not be retried, so it was "
+        "not retried automatically."
+    )
+
+
+def test_x_should_retry_true_lets_an_unknown_failure_be_retried_on_the_ladder():
+    clock = FakeClock()
+    unknown = Evidence(source=Source.HTTP, status=409, excerpt='{"error": "conflict"}')
+    assert decide_for(unknown, clock=clock, budget=budget_after(1, clock=clock)).action is (
+        Action.MANUAL
+    )
+
+    decision = decide_for(
+        replace(unknown, should_retry=True), clock=clock, budget=budget_after(1, clock=clock)
+    )
+
+    assert (decision.action, decision.wait_s) == (Action.RETRY, 5.0)
+
+
+def test_x_should_retry_true_does_not_make_a_hard_failure_retryable():
+    clock = FakeClock()
+    auth = Evidence(
+        source=Source.HTTP,
+        status=401,
+        excerpt='{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}',
+        provider_code="authentication_error",
+        should_retry=True,
+    )
+    assert decide_for(auth, clock=clock, budget=budget_after(1, clock=clock)).action is (
+        Action.MANUAL
+    )
 
 
 def test_a_retry_after_beyond_the_remaining_budget_fails_over_at_once():
@@ -258,7 +367,7 @@ def test_a_quota_that_resets_in_hours_hands_back_and_says_when():
     )
 
     assert decision.action is Action.MANUAL
-    assert decision.message == "Quota or credit exhausted. The limit resets in about 3 hours."
+    assert decision.message == "Usage quota reached. The limit resets in about 3 hours."
 
 
 def test_a_rate_limit_reset_beyond_the_budget_hands_back_and_says_when():

@@ -3,10 +3,13 @@ encoding, however the text is split into chunks)."""
 
 from __future__ import annotations
 
+import json
+import json.decoder
 import subprocess
 import sys
 from pathlib import Path
 from random import Random
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
@@ -21,6 +24,8 @@ from recovery.redact import (
     SECRET_FORMATS,
     StreamRedactor,
     redact_credentials,
+    redact_diagnostic,
+    worker_values_set,
 )
 from recovery.redact_corpus import FORMS, WORKER_KEY_FORMAT, read_source, secret_cases, stdlib_files
 
@@ -166,3 +171,57 @@ def test_the_cli_redacts_stdin_in_either_tier():
         input="at /home/me/app/x.py", capture_output=True, text=True, cwd=ROOT, timeout=30, check=True,
     )
     assert diagnostic.stdout == "at [PATH]"
+
+
+WORKER_KEY = "kdvworker.Q7x2m9Lp.r4Tz8wVn"  # shaped like no known format
+
+
+@pytest.fixture
+def worker_key():
+    worker_values_set([WORKER_KEY])
+    yield WORKER_KEY
+    worker_values_set([])
+
+
+@pytest.mark.usefixtures("worker_key")
+@pytest.mark.parametrize(
+    "written",
+    [WORKER_KEY, json.dumps({"k": WORKER_KEY}), quote(f"key {WORKER_KEY}", safe="")],
+    ids=["plain", "json", "url-encoded"],
+)
+def test_the_workers_configured_key_is_removed_split_anywhere(written):
+    text = f"Upstream said: {written} (retry later)"
+    whole = redact_credentials(text)
+    assert "Q7x2m9Lp" not in whole
+    for cut in range(len(text) + 1):
+        redactor = StreamRedactor()
+        out = redactor.feed(text[:cut]) + redactor.feed(text[cut:]) + redactor.finish()
+        assert out == whole, cut
+    assert "Q7x2m9Lp" not in redact_diagnostic(text)
+
+
+@pytest.mark.usefixtures("worker_key")
+def test_the_workers_key_in_four_character_acp_chunks_does_not_survive():
+    text = f"Your key is {WORKER_KEY}, keep it."
+    redactor = OutputRedactor()  # no agent key given: the worker's own is still known
+    out = redactor.events(AgentThought(text=text[i : i + 4]) for i in range(0, len(text), 4))
+    shown = "".join(event.text for event in [*out, *redactor.flush()])
+    assert shown == "Your key is [REDACTED], keep it."
+
+
+known_lines = st.sampled_from(
+    [(case.text, case.known_values) for case in CASES]
+    + [(line, ()) for line in CODE]
+    + [(line, ()) for line in Path(json.decoder.__file__).read_text().splitlines() if line]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(known_lines, st.lists(st.integers(min_value=0, max_value=400), max_size=8))
+def test_any_split_of_any_corpus_line_with_its_known_values_gives_the_whole_result(entry, cuts):
+    line, known = entry
+    points = sorted({min(cut, len(line)) for cut in cuts})
+    chunks = [line[a:b] for a, b in zip([0, *points], [*points, len(line)], strict=True)]
+    redactor = StreamRedactor(known_values=known)
+    streamed = "".join(redactor.feed(chunk) for chunk in chunks) + redactor.finish()
+    assert streamed == redact_credentials(line, known_values=known)

@@ -90,7 +90,7 @@ def replay_evidence_layer(fixture: ReplayFixture) -> tuple[list[str], PromptOutc
     state = evidence_start(correlation=correlation)
     tokens: list[str] = []
     for frame in fixture.frames[:-1]:
-        for event in _frame_events(frame, session_id=fixture.session_id):
+        for event in _frame_events(frame, session_id=fixture.session_id, agent=fixture.agent):
             for shown in shaper.feed(event):
                 state = evidence_observe(state, shown, correlation=correlation)
                 tokens.append(event_token(shown))
@@ -125,10 +125,12 @@ def replay_evidence_layer(fixture: ReplayFixture) -> tuple[list[str], PromptOutc
     return tokens, failure
 
 
-def _frame_events(frame: dict[str, Any], *, session_id: str) -> tuple[AgentEvent, ...]:
+def _frame_events(
+    frame: dict[str, Any], *, session_id: str, agent: str
+) -> tuple[AgentEvent, ...]:
     params = frame.get("params")
     if frame.get("method") != "session/update" or not isinstance(params, dict):
         return ()
     if params.get("sessionId") != session_id or not isinstance(params.get("update"), dict):
         return ()
-    return update_events(params["update"])
+    return update_events(params["update"], agent=agent)
