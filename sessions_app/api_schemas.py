@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from ninja import Schema
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import BeforeValidator, Field, StrictBool, model_validator
 from pydantic_core import PydanticCustomError
 
 from sessions_app import text_rules
@@ -89,7 +89,8 @@ class TaskPatchIn(BodyIn):
     """Rename (``title``) and/or archive or bring back (``archived``); absent fields stay."""
 
     title: Name | None = Field(default=None, min_length=1, max_length=200)
-    archived: bool | None = None
+    # Strict: pydantic would take 0 and 1 (or "yes") for a boolean the schema says is one.
+    archived: StrictBool | None = None
 
 
 class SessionIn(BodyIn):

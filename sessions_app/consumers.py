@@ -44,6 +44,7 @@ from sessions_app import metrics
 from sessions_app.errors import SessionNotFound
 from sessions_app.events import group_name
 from sessions_app.frames import (
+    MAX_FRAME_BYTES,
     error_frame,
     events_frame,
     events_frames,
@@ -70,11 +71,14 @@ def _query_last_seq(query_string: bytes) -> int | None:
 
 class _FrameCache:
     """The frame of one live event (its parts on the wire), rendered once per process instead of
-    once per viewer: all viewers of a session in this Daphne get the same bytes. Bounded; only a
-    cache, never state."""
+    once per viewer: all viewers of a session in this Daphne get the same bytes. Bounded in
+    entries and in characters (a long answer's re-render is megabytes; the newest frame is always
+    kept); only a cache, never state."""
 
-    def __init__(self, *, size: int) -> None:
+    def __init__(self, *, size: int, max_chars: int) -> None:
         self._size = size
+        self._max_chars = max_chars
+        self._chars = 0
         self._frames: OrderedDict[tuple[int, int, str], list[str]] = OrderedDict()
 
     def frame(self, *, session_id: int, event: dict[str, Any]) -> list[str]:
@@ -83,12 +87,16 @@ class _FrameCache:
         if frame is None:
             frame = frame_parts(events_frame(session_id=session_id, events=[event]))
             self._frames[key] = frame
-            if len(self._frames) > self._size:
-                self._frames.popitem(last=False)
+            self._chars += sum(map(len, frame))
+            while len(self._frames) > 1 and (
+                len(self._frames) > self._size or self._chars > self._max_chars
+            ):
+                _, dropped = self._frames.popitem(last=False)
+                self._chars -= sum(map(len, dropped))
         return frame
 
 
-_live_frames = _FrameCache(size=512)
+_live_frames = _FrameCache(size=512, max_chars=64 * MAX_FRAME_BYTES)
 
 
 def _catch_up(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 
 from sessions_app.api_auth import api_token_create
 from sessions_app.models import ProviderTarget
@@ -86,7 +87,11 @@ def test_the_api_answers_every_generated_request_as_its_openapi_document_says(
         everything = schemathesis_run(url, token, tmp_path, "--exclude-method", "DELETE")
         revocation = schemathesis_run(url, token, tmp_path, "--include-method", "DELETE")
 
-    assert "Tested: 13" in everything and "Tested: 1" in revocation
+    document = Client().get("/api/openapi.json").json()
+    methods = [method for operations in document["paths"].values() for method in operations]
+    deletes = methods.count("delete")
+    assert f"Tested: {len(methods) - deletes}" in everything
+    assert f"Tested: {deletes}" in revocation
     total = requests_made(everything) + requests_made(revocation)
     print(f"schemathesis: {total} requests, no failures")
     assert total >= 10 * EXAMPLES_PER_OPERATION, total  # a few thousand at the default

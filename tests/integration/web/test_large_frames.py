@@ -139,3 +139,20 @@ async def test_a_long_answer_finishing_live_reaches_two_viewers_in_parts(socket_
     assert 'data-status="complete"' in finished and ANSWER.strip() in finished
     for viewer in viewers:
         await viewer.disconnect()
+
+
+def test_the_live_frame_cache_holds_a_bounded_number_of_characters_and_the_newest_frame():
+    from sessions_app.consumers import _FrameCache
+
+    cache = _FrameCache(size=100, max_chars=3 * MAX_FRAME_BYTES)
+    events = [
+        {"seq": seq, "event": "message.appended", "payload": {"id": 1, "offset": 0, "text": text}}
+        for seq, text in enumerate(["x" * (2 * MAX_FRAME_BYTES), "y" * (2 * MAX_FRAME_BYTES)], 1)
+    ]
+
+    first = cache.frame(session_id=1, event=events[0])
+    second = cache.frame(session_id=1, event=events[1])
+
+    assert len(first) == len(second) == 3  # parts
+    assert cache.frame(session_id=1, event=events[1]) is second  # still cached
+    assert cache.frame(session_id=1, event=events[0]) is not first  # evicted, rendered again
