@@ -101,8 +101,26 @@ def database_from_url(url: str) -> dict:
         "HOST": host,
         "PORT": str(parsed.port or ""),
         "CONN_MAX_AGE": 0,
+        "OPTIONS": database_pool_options(),
         "TEST": {"NAME": env_str("KANDEV_TEST_DB_NAME", "test_kandev")},
     }
+
+
+def database_pool_options() -> dict:
+    """Each process keeps at most KANDEV_DB_POOL_MAX connections (psycopg's pool, through
+    Django's ``pool`` option); a thread that needs one while all are lent waits up to
+    KANDEV_DB_POOL_TIMEOUT seconds. A worker runs many turns on threads, and a turn lends its
+    connection back whenever it waits for the provider (sessions_app/db.py), so a handful serve
+    hundreds of turns. KANDEV_DB_POOL_MAX=0 turns pooling off (one connection per thread)."""
+    most = env_int("KANDEV_DB_POOL_MAX", 16)
+    if most < 0:
+        raise ImproperlyConfigured(f"KANDEV_DB_POOL_MAX must not be negative, got {most}")
+    if most == 0:
+        return {}
+    timeout = env_float("KANDEV_DB_POOL_TIMEOUT", 30.0)
+    if timeout <= 0:
+        raise ImproperlyConfigured(f"KANDEV_DB_POOL_TIMEOUT must be positive, got {timeout}")
+    return {"pool": {"min_size": min(2, most), "max_size": most, "timeout": timeout}}
 
 
 def redis_urls(url: str) -> dict[str, str]:

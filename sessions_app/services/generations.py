@@ -209,9 +209,9 @@ def generation_retry_claim(*, generation: PromptGeneration) -> bool:
     return True
 
 
-def generation_heartbeat(*, generation_id: int) -> None:
-    """The worker running this generation is alive."""
-    PromptGeneration.objects.filter(pk=generation_id, state=State.RUNNING).update(
+def generation_heartbeat(*, generation_ids: Iterable[int]) -> None:
+    """The worker running these generations is alive (one UPDATE for all of them)."""
+    PromptGeneration.objects.filter(pk__in=list(generation_ids), state=State.RUNNING).update(
         heartbeat_at=timezone.now()
     )
 
@@ -241,8 +241,13 @@ def generations_reap_lost(*, silent_for_s: float) -> list[int]:
     return reaped
 
 
-def generation_stop_requested(*, generation_id: int) -> bool:
-    return PromptGeneration.objects.filter(pk=generation_id, stop_requested=True).exists()
+def generations_stop_requested(*, generation_ids: Iterable[int]) -> list[int]:
+    """Which of these generations someone asked to stop (one query for all of them)."""
+    return list(
+        PromptGeneration.objects.filter(
+            pk__in=list(generation_ids), stop_requested=True
+        ).values_list("pk", flat=True)
+    )
 
 
 def generation_stop_request(*, generation_id: int) -> None:
