@@ -26,7 +26,7 @@ def message_dict(message: Message) -> dict[str, Any]:
     return {
         "id": message.pk,
         "role": message.role,
-        "text": message.text,
+        "text": message.full_text,
         "status": message.status,
         "incomplete": message.incomplete,
         "generation": message.generation.number if message.generation_id else None,

@@ -85,7 +85,7 @@ def session_recover(*, session: Session, user: AbstractBaseUser, action: str) ->
                 session=locked,
                 generation=generation,
                 role=Message.Role.USER,
-                text=last_prompt.text,
+                text=last_prompt.full_text,
                 metadata={"author": user.get_username(), "fresh_start": True},
             )
             Session.objects.filter(pk=locked.pk).update(context_from=resent)
