@@ -227,9 +227,38 @@ CELERY_BEAT_SCHEDULE = {
     },
     # A running generation whose worker died mid-run is handed back (Resume / Start fresh).
     "reap-lost-generations": {"task": "sessions_app.reap_lost_generations", "schedule": 30.0},
+    # Queued sessions are told when their place in line moved ("2 ahead").
+    "announce-queue-positions": {
+        "task": "sessions_app.announce_queue_positions",
+        "schedule": env_float("KANDEV_QUEUE_ANNOUNCE_INTERVAL", 2.0),
+    },
 }
 # A running generation whose worker wrote no heartbeat for this long is presumed lost.
 KANDEV_WORKER_SILENCE_S = env_float("KANDEV_WORKER_SILENCE_S", 60.0)
+
+
+def env_whole(name: str, default: int, *, least: int = 0) -> int:
+    value = env_int(name, default)
+    if value < least:
+        raise ImproperlyConfigured(f"{name} must be at least {least}, got {value}")
+    return value
+
+
+# Fair queues (sessions_app/services/queue.py): one person has at most this many prompts running
+# at once; the rest wait in line, held off the broker so they never stand in front of another
+# person's prompt. 0: no limit.
+KANDEV_USER_MAX_RUNNING = env_whole("KANDEV_USER_MAX_RUNNING", 3)
+# ACP agents are heavy subprocesses, limited per worker box apart from the worker's threads
+# (sessions_app/agent/slots.py): at most KANDEV_ACP_MAX_AGENTS at once, and a new one starts only
+# while the box has KANDEV_ACP_MIN_FREE_MB of memory available (0: not checked). A turn that finds
+# no slot stays queued ("waiting for an agent slot") and tries again after KANDEV_ACP_SLOT_WAIT_S.
+KANDEV_ACP_MAX_AGENTS = env_whole("KANDEV_ACP_MAX_AGENTS", 4, least=1)
+KANDEV_ACP_MIN_FREE_MB = env_whole("KANDEV_ACP_MIN_FREE_MB", 512)
+KANDEV_ACP_SLOT_WAIT_S = env_float("KANDEV_ACP_SLOT_WAIT_S", 2.0)
+if KANDEV_ACP_SLOT_WAIT_S <= 0:
+    raise ImproperlyConfigured(
+        f"KANDEV_ACP_SLOT_WAIT_S must be positive, got {KANDEV_ACP_SLOT_WAIT_S}"
+    )
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -267,6 +296,8 @@ except ValueError as error:
 KANDEV_ACP_WORKDIR = Path(
     env_str("KANDEV_ACP_WORKDIR", str(Path(tempfile.gettempdir()) / "kandev-acp"))
 )
+# One lock file per agent slot; every worker on the box must name the same directory.
+KANDEV_ACP_SLOT_DIR = Path(env_str("KANDEV_ACP_SLOT_DIR", str(KANDEV_ACP_WORKDIR / "slots")))
 # The only variables an ACP agent process inherits from the worker (besides its target's key):
 # the locale, the import path (our mock agent is a module of this project) and the mock agent's
 # counters; never the database or Redis URL, the Django secret or other keys.

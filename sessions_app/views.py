@@ -20,7 +20,13 @@ from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
 from sessions_app.forms import PromptForm, SessionCreateForm
 from sessions_app.frames import wall_clock_ms
 from sessions_app.models import Session
-from sessions_app.selectors import session_for_user, session_snapshot, targets_all, tasks_for_user
+from sessions_app.selectors import (
+    session_for_user,
+    session_snapshot,
+    sessions_queue,
+    targets_all,
+    tasks_for_user,
+)
 from sessions_app.services import prompt_submit, session_create, session_stop
 from sessions_app.services.recovery import retry_cancel, session_recover
 
@@ -53,7 +59,9 @@ def _done_elsewhere() -> HttpResponse:
 
 
 def _board(request: HttpRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
-    context = {"tasks": tasks_for_user(user=request.user), "targets": targets_all(), "form": form}
+    tasks = list(tasks_for_user(user=request.user))
+    queues = sessions_queue(session_ids=[s.pk for task in tasks for s in task.sessions.all()])
+    context = {"tasks": tasks, "queues": queues, "targets": targets_all(), "form": form}
     return render(request, "sessions_app/board.html", context, status=status)
 
 

@@ -141,15 +141,22 @@ def session_create(
 
 
 def session_state_set(
-    *, session: Session, state: str, recovery_actions: Sequence[str] = (), explanation: str = ""
+    *,
+    session: Session,
+    state: str,
+    recovery_actions: Sequence[str] = (),
+    explanation: str = "",
+    queue: dict | None = None,
 ) -> None:
     """Move the session (and its task's status) to ``state`` and record it in the event log.
 
     ``explanation`` (already redacted) is why the session needs attention; it rides on the event
-    so every viewer's recovery card can say it without another read."""
+    so every viewer's recovery card can say it without another read; ``queue`` (a queued
+    session's place in line, ``selectors.queue_dict``) likewise for the queued badge."""
     task_status = {
         # A finished turn hands the task back: "open" until someone prompts again or closes it.
         Session.State.IDLE: Task.Status.OPEN,
+        Session.State.QUEUED: Task.Status.IN_PROGRESS,
         Session.State.RUNNING: Task.Status.IN_PROGRESS,
         Session.State.WAITING_RETRY: Task.Status.IN_PROGRESS,
         Session.State.NEEDS_ATTENTION: Task.Status.NEEDS_ATTENTION,
@@ -165,12 +172,16 @@ def session_state_set(
         event_append(
             session=session,
             type=event_names.SESSION_UPDATED,
-            payload=_state_payload(state, recovery_actions, explanation),
+            payload=_state_payload(state, recovery_actions, explanation, queue),
         )
 
 
-def _state_payload(state: str, recovery_actions: Sequence[str], explanation: str) -> dict:
+def _state_payload(
+    state: str, recovery_actions: Sequence[str], explanation: str, queue: dict | None
+) -> dict:
     payload = {"state": state, "recovery_actions": list(recovery_actions)}
     if explanation:
         payload["explanation"] = explanation
+    if queue is not None:
+        payload["queue"] = queue
     return payload

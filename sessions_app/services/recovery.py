@@ -79,7 +79,7 @@ def session_recover(*, session: Session, user: AbstractBaseUser, action: str) ->
             raise InvalidInput("action", "there is no prompt to re-run yet")
         loops_disarm(session_id=locked.pk)
         mode = PromptGeneration.Mode.RESUME if action == "resume" else PromptGeneration.Mode.FRESH
-        generation = generation_create(session=locked, mode=mode)
+        generation = generation_create(session=locked, mode=mode, requested_by=user)
         if action == "fresh":
             resent = message_create(
                 session=locked,
