@@ -13,7 +13,7 @@ as fast as it can. Meanwhile this process samples the database's connections (pg
 and the worker's memory (RSS of its process tree) every 100 ms.
 
 Reported: the wait from each prompt's submission to the provider receiving its first request
-(the mock's request log, matched to the prompt by its conversation), p50 and p99; sessions whose
+(the mock's request log, matched to the prompt by its session's conversation), p50 and p99; sessions whose
 answer row is missing, duplicated or not the whole answer, and viewers that did not receive every
 event of their session; the most database connections seen, against the bound the settings set;
 the worker's largest RSS. Plus the fairness case of issue 13: two long prompts from one person
@@ -24,7 +24,6 @@ provider request is reported. benchmarks/README.md says why each target is what 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import subprocess
@@ -186,9 +185,10 @@ async def _viewer(
                     ready.set()
 
 
-def _conversation(wire: str, text: str) -> str:
-    # How the mock names a conversation our SDK calls do not name (recovery/mock/conversations.py).
-    return f"{wire}-" + hashlib.sha256(f"{wire}\n{text}".encode()).hexdigest()[:12]
+def _conversation(session_id: int) -> str:
+    # A Mock target names its session as the mock's conversation: MOCK_CONVERSATION_PATH in
+    # sessions_app/agent/targets.py (not imported: this process never sets Django up).
+    return f"session-{session_id}"
 
 
 def _first_requests(mock_url: str) -> dict[str, float]:
@@ -201,10 +201,10 @@ def _first_requests(mock_url: str) -> dict[str, float]:
     return first
 
 
-def _waits(submitted: list[dict], first: dict[str, float], wire: str) -> list[float]:
+def _waits(submitted: list[dict], first: dict[str, float]) -> list[float]:
     waits = []
     for job in submitted:
-        received = first.get(_conversation(wire, job["text"]))
+        received = first.get(_conversation(job["session"]))
         waits.append(float("inf") if received is None else received - job["submitted"])
     return waits
 
@@ -322,12 +322,11 @@ async def _run_stack(env: dict[str, str], logs: Path, database_url: str, databas
         sampler.join(timeout=5)
         fairness = await asyncio.to_thread(_fairness, env, database_url, setup)
         first = _first_requests(mock_url)
-        wire = _wire_of(mock_url)
         return {
             "pool": pool, "concurrency": concurrency, "seconds": seconds,
-            "waits": _waits(submitted, first, wire), "checked": checked,
+            "waits": _waits(submitted, first), "checked": checked,
             "viewers_missing": len(missing), "samples": samples,
-            "fair_wait": _waits([fairness], first, wire)[0],
+            "fair_wait": _waits([fairness], first)[0],
         }  # fmt: skip
     except Exception:
         for log in sorted(logs.glob("*.log")):
@@ -338,12 +337,6 @@ async def _run_stack(env: dict[str, str], logs: Path, database_url: str, databas
         samples.stop.set()
         for process in reversed(started):
             specs.stop(process)
-
-
-def _wire_of(mock_url: str) -> str:
-    with urllib.request.urlopen(f"{mock_url}/_mock/requests", timeout=30) as response:
-        requests = json.load(response)["requests"]
-    return requests[-1]["wire"] if requests else "anthropic"
 
 
 def _fairness(env: dict[str, str], database_url: str, setup: dict) -> dict:
