@@ -60,7 +60,7 @@ def run_openai(mock: MockProvider, text: str) -> tuple[list[str], str, Exception
 
 
 def test_every_scenario_has_a_characterization_below() -> None:
-    covered = {name for name, *_ in ANTHROPIC_FIRST_ATTEMPT} | {"plain", "thinking", "tool", "long"}
+    covered = {name for name, *_ in ANTHROPIC_FIRST_ATTEMPT} | {"plain", "thinking", "tool", "long", "bulk"}
     assert (
         set(SCENARIOS) - {"slow-first-byte", "slow-stream", "ping-stall", "stall-after-text"}
         <= covered
@@ -233,6 +233,13 @@ def test_thinking_streams_thinking_deltas_before_the_text(mock_provider: MockPro
 def test_long_streams_the_requested_number_of_deltas(mock_provider: MockProvider) -> None:
     _, text, error = run_anthropic(mock_provider, "/long:300")
     assert error is None and len(text.split()) == 300
+
+
+def test_bulk_streams_the_requested_characters_in_chunks_of_the_requested_size(
+    mock_provider: MockProvider,
+) -> None:
+    _, text, error = run_anthropic(mock_provider, "[[mock:bulk:2500:1000]] go")
+    assert error is None and len(text) == 2500 and text.startswith("lorem ipsum")
 
 
 def test_a_request_without_credentials_is_refused_like_the_real_api(
