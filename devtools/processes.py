@@ -31,6 +31,10 @@ LOOPBACK = "127.0.0.1"
 # Celery prints "celery@<node> ready." once its consumer runs.
 WORKER_READY_LINE = " ready."
 STOP_GRACE_S = 10.0
+# A turn spends nearly all its time waiting for a provider or an agent, so one worker process runs
+# many on threads (measured against prefork and gevent: docs/ARCHITECTURE.md, "Scale").
+WORKER_POOL = "threads"
+WORKER_CONCURRENCY = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +58,7 @@ def web(*, port: int, host: str = LOOPBACK, python: str = sys.executable) -> Pro
 def worker(
     *,
     concurrency: int,
-    pool: str = "prefork",
+    pool: str = WORKER_POOL,
     queue: str = "",
     node: str = "",
     loglevel: str = "INFO",

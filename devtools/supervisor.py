@@ -53,7 +53,7 @@ class RunConfig:
     mock_port: int
     state_dir: Path
     python: str = sys.executable
-    worker_concurrency: int = 2
+    worker_concurrency: int = processes.WORKER_CONCURRENCY
     restart_delays_s: tuple[float, ...] = RESTART_DELAYS_S
 
     @property
@@ -89,7 +89,7 @@ def config_from_env(*, env: dict[str, str]) -> RunConfig:
         port=whole("PORT", 8000),
         mock_port=whole("KANDEV_MOCK_PORT", 8765),
         state_dir=Path(env.get("KANDEV_STATE_DIR") or state_dir_default()).resolve(),
-        worker_concurrency=whole("KANDEV_WORKER_CONCURRENCY", 2),
+        worker_concurrency=whole("KANDEV_WORKER_CONCURRENCY", processes.WORKER_CONCURRENCY),
         restart_delays_s=delays("KANDEV_RESTART_DELAYS", RESTART_DELAYS_S),
     )
 

@@ -107,8 +107,26 @@ def database_from_url(url: str) -> dict:
         "HOST": host,
         "PORT": str(parsed.port or ""),
         "CONN_MAX_AGE": 0,
+        "OPTIONS": database_pool_options(),
         "TEST": {"NAME": env_str("KANDEV_TEST_DB_NAME", "test_kandev")},
     }
+
+
+def database_pool_options() -> dict:
+    """Each process keeps at most KANDEV_DB_POOL_MAX connections (psycopg's pool, through
+    Django's ``pool`` option); a thread that needs one while all are lent waits up to
+    KANDEV_DB_POOL_TIMEOUT seconds. A worker runs many turns on threads, and a turn lends its
+    connection back whenever it waits for the provider (sessions_app/db.py), so a handful serve
+    hundreds of turns. KANDEV_DB_POOL_MAX=0 turns pooling off (one connection per thread)."""
+    most = env_int("KANDEV_DB_POOL_MAX", 16)
+    if most < 0:
+        raise ImproperlyConfigured(f"KANDEV_DB_POOL_MAX must not be negative, got {most}")
+    if most == 0:
+        return {}
+    timeout = env_float("KANDEV_DB_POOL_TIMEOUT", 30.0)
+    if timeout <= 0:
+        raise ImproperlyConfigured(f"KANDEV_DB_POOL_TIMEOUT must be positive, got {timeout}")
+    return {"pool": {"min_size": min(2, most), "max_size": most, "timeout": timeout}}
 
 
 def redis_urls(url: str) -> dict[str, str]:
@@ -243,9 +261,38 @@ CELERY_BEAT_SCHEDULE = {
     },
     # A running generation whose worker died mid-run is handed back (Resume / Start fresh).
     "reap-lost-generations": {"task": "sessions_app.reap_lost_generations", "schedule": 30.0},
+    # Queued sessions are told when their place in line moved ("2 ahead").
+    "announce-queue-positions": {
+        "task": "sessions_app.announce_queue_positions",
+        "schedule": env_float("KANDEV_QUEUE_ANNOUNCE_INTERVAL", 2.0),
+    },
 }
 # A running generation whose worker wrote no heartbeat for this long is presumed lost.
 KANDEV_WORKER_SILENCE_S = env_float("KANDEV_WORKER_SILENCE_S", 60.0)
+
+
+def env_whole(name: str, default: int, *, least: int = 0) -> int:
+    value = env_int(name, default)
+    if value < least:
+        raise ImproperlyConfigured(f"{name} must be at least {least}, got {value}")
+    return value
+
+
+# Fair queues (sessions_app/services/queue.py): one person has at most this many prompts running
+# at once; the rest wait in line, held off the broker so they never stand in front of another
+# person's prompt. 0: no limit.
+KANDEV_USER_MAX_RUNNING = env_whole("KANDEV_USER_MAX_RUNNING", 3)
+# ACP agents are heavy subprocesses, limited per worker box apart from the worker's threads
+# (sessions_app/agent/slots.py): at most KANDEV_ACP_MAX_AGENTS at once, and a new one starts only
+# while the box has KANDEV_ACP_MIN_FREE_MB of memory available (0: not checked). A turn that finds
+# no slot stays queued ("waiting for an agent slot") and tries again after KANDEV_ACP_SLOT_WAIT_S.
+KANDEV_ACP_MAX_AGENTS = env_whole("KANDEV_ACP_MAX_AGENTS", 4, least=1)
+KANDEV_ACP_MIN_FREE_MB = env_whole("KANDEV_ACP_MIN_FREE_MB", 512)
+KANDEV_ACP_SLOT_WAIT_S = env_float("KANDEV_ACP_SLOT_WAIT_S", 2.0)
+if KANDEV_ACP_SLOT_WAIT_S <= 0:
+    raise ImproperlyConfigured(
+        f"KANDEV_ACP_SLOT_WAIT_S must be positive, got {KANDEV_ACP_SLOT_WAIT_S}"
+    )
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -325,6 +372,8 @@ if KANDEV_METRICS_TOKEN and len(KANDEV_METRICS_TOKEN) < 24:
 KANDEV_ACP_WORKDIR = Path(
     env_str("KANDEV_ACP_WORKDIR", str(Path(tempfile.gettempdir()) / "kandev-acp"))
 )
+# One lock file per agent slot; every worker on the box must name the same directory.
+KANDEV_ACP_SLOT_DIR = Path(env_str("KANDEV_ACP_SLOT_DIR", str(KANDEV_ACP_WORKDIR / "slots")))
 # The only variables an ACP agent process inherits from the worker (besides its target's key):
 # the locale, the import path (our mock agent is a module of this project) and the mock agent's
 # counters; never the database or Redis URL, the Django secret or other keys.

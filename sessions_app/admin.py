@@ -137,11 +137,18 @@ class MessageAdmin(admin.ModelAdmin):
     list_display = ["id", "session", "role", "status", "incomplete", "excerpt", "created_at"]
     list_filter = ["role", "status", "incomplete"]
     list_select_related = ["session"]
-    readonly_fields = [f.name for f in Message._meta.fields]
+    # A streaming message's text is its row's plus its chunks (MessageChunk): shown whole here,
+    # so the chunks need no admin of their own.
+    exclude = ["text"]
+    readonly_fields = [f.name for f in Message._meta.fields if f.name != "text"] + ["whole_text"]
 
     @admin.display(description="Text")
     def excerpt(self, obj: Message) -> str:
-        return obj.text[:80]
+        return obj.full_text[:80]
+
+    @admin.display(description="Text")
+    def whole_text(self, obj: Message) -> str:
+        return obj.full_text
 
 
 @admin.register(SessionEvent)

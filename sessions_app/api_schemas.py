@@ -137,6 +137,12 @@ class NoticeOut(Schema):
     switched_target: str
 
 
+class QueueOut(Schema):
+    ahead: int  # queued prompts in line before this one
+    reason: str  # "" a free worker, "user_limit" the sender's running prompts, "agent_slot"
+    generation: int
+
+
 class SessionDetail(Schema):
     id: int
     title: str
@@ -146,6 +152,7 @@ class SessionDetail(Schema):
     notice: NoticeOut | None
     recovery_actions: list[str]
     explanation: str  # why the session needs attention (redacted); empty otherwise
+    queue: QueueOut | None  # while the prompt is queued: its place in line
     last_seq: int
 
 

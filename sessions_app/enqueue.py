@@ -14,8 +14,8 @@ RUN_GENERATION = "sessions_app.run_generation"
 RETRY_ATTEMPT = "ladder.retry_attempt"
 
 
-def generation_enqueue(*, generation_id: int) -> None:
-    current_app.send_task(RUN_GENERATION, args=(generation_id,))
+def generation_enqueue(*, generation_id: int, countdown_s: float | None = None) -> None:
+    current_app.send_task(RUN_GENERATION, args=(generation_id,), countdown=countdown_s)
 
 
 def attempt_enqueue(*, loop_id: int, attempt: int, eta: datetime | None) -> None:

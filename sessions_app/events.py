@@ -11,11 +11,15 @@ Payloads:
                     append, so applying an append twice (or out of order) is detectable.
   message.updated   {"message": MessageDict}          full replacement (final text, status, flags)
   message.deleted   {"ids": [int, ...]}                retraction; late viewers converge
-  session.updated   {"state": str, "recovery_actions": [str, ...], "explanation"?: str}
-                    ``explanation`` (redacted) only when the session needs attention
+  session.updated   {"state": str, "recovery_actions": [str, ...], "explanation"?: str,
+                     "queue"?: QueueDict}
+                    ``explanation`` (redacted) only when the session needs attention; ``queue``
+                    only while it is queued (its place in line; sent again when that moves)
   generation.updated {"number": int, "state": str}
   notice.upserted   {"notice": NoticeDict}             retry banner (visible ladder)
   notice.deleted    {"ids": [int, ...]}
+
+QueueDict = {"ahead": int, "reason": "" | "user_limit" | "agent_slot", "generation": int}
 
 MessageDict = {"id", "role", "text", "status", "incomplete", "generation" (number or None),
                "metadata", "created" (ISO 8601)}

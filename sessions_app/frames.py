@@ -207,6 +207,7 @@ def _session_updated(frame: _Frame, payload: dict[str, Any]) -> str:
         "state": payload["state"],
         "recovery_actions": payload.get("recovery_actions", []),
         "explanation": payload.get("explanation", ""),
+        "queue": payload.get("queue"),
         "oob": True,
     }
     return render_to_string("sessions_app/partials/session_state.html", context)

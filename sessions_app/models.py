@@ -110,6 +110,8 @@ class Task(models.Model):
 class Session(models.Model):
     class State(models.TextChoices):
         IDLE = "idle", "Idle"
+        # A prompt waits for a worker, for the person's earlier prompts or for an agent slot.
+        QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         WAITING_RETRY = "waiting_retry", "Waiting to retry"
         NEEDS_ATTENTION = "needs_attention", "Needs attention"
@@ -154,6 +156,12 @@ class PromptGeneration(models.Model):
         RESUME = "resume", "Resume"
         FRESH = "fresh", "Start fresh"
 
+    class QueueReason(models.TextChoices):
+        # What a queued generation waits for (sessions_app/services/queue.py).
+        WORKER = "", "A free worker"
+        USER_LIMIT = "user_limit", "The person's earlier prompts"
+        AGENT_SLOT = "agent_slot", "A free agent slot on the worker box"
+
     ACTIVE_STATES = (State.QUEUED, State.RUNNING, State.WAITING_RETRY)
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="generations")
@@ -161,6 +169,16 @@ class PromptGeneration(models.Model):
     state = models.CharField(max_length=20, choices=State.choices, default=State.QUEUED)
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.PROMPT)
     stop_requested = models.BooleanField(default=False)
+    # Who sent the prompt: queues are fair between people, each with at most
+    # KANDEV_USER_MAX_RUNNING generations running at once.
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    queue_reason = models.CharField(
+        max_length=20, choices=QueueReason.choices, default=QueueReason.WORKER, blank=True
+    )
+    # The "N ahead" viewers were last told, so a position is announced only when it changes.
+    queue_ahead = models.PositiveIntegerField(null=True, blank=True)
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)  # redacted, diagnostic tier
     created_at = models.DateTimeField(auto_now_add=True)
@@ -175,9 +193,24 @@ class PromptGeneration(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["session", "number"], name="generation_number_unique"),
         ]
+        indexes = [models.Index(fields=["state", "created_at"], name="generation_state_created")]
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.number}"
+
+
+class MessageManager(models.Manager):
+    """Every read of a message carries the text streamed into it since its row was written
+    (``streamed_text``, its chunks in order), so ``full_text`` is whole wherever it is read."""
+
+    def get_queryset(self) -> models.QuerySet:
+        chunks = (
+            MessageChunk.objects.filter(message=models.OuterRef("pk"))
+            .values("message")
+            .annotate(joined=models.StringAgg("text", delimiter=models.Value(""), order_by="position"))
+            .values("joined")
+        )
+        return super().get_queryset().annotate(streamed_text=models.Subquery(chunks))
 
 
 class Message(models.Model):
@@ -207,12 +240,43 @@ class Message(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = MessageManager()
+
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["session", "id"])]
 
     def __str__(self) -> str:
-        return f"{self.role}: {self.text[:40]}"
+        return f"{self.role}: {self.full_text[:40]}"
+
+    @property
+    def full_text(self) -> str:
+        """The whole text: the row's own, then what was streamed into it (``MessageChunk``).
+        ``text`` alone is only the row's part while the message streams."""
+        return self.text + (getattr(self, "streamed_text", None) or "")
+
+
+class MessageChunk(models.Model):
+    """Text streamed into a message after its row was written, one row per coalesced flush.
+
+    Appending is an INSERT of the new text only, so a flush costs what it adds, not what the
+    message already holds (rewriting the row made a long answer slow down quadratically).
+    Finishing the message folds its chunks into ``Message.text`` once and deletes them, so a
+    finished message is one row again.
+    """
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="chunks")
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["message", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["message", "position"], name="chunk_position_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.message_id}+{self.position}"
 
 
 class SessionEvent(models.Model):

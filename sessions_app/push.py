@@ -2,16 +2,25 @@
 
 Pushing is a hint to live viewers; the database is the truth. A push that fails is logged and
 dropped: a viewer that missed it catches up from Postgres by seq on its next resume.
+
+Pushes from sync code (a worker's turn threads, a view) all go through one event loop per
+process, run by a thread of its own, so the channel layer keeps one pool of Redis connections
+for the process. ``async_to_sync`` outside an event loop would start a fresh loop for every call
+and, with it, a fresh Redis connection: with hundreds of turns streaming on threads that is
+thousands of connects a second. Each push still waits for its send (ordered per turn, bounded by
+PUSH_TIMEOUT_S).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import os
+import threading
 import time
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from sessions_app import metrics
@@ -22,6 +31,28 @@ logger = logging.getLogger(__name__)
 # An unreachable Redis must not stall the worker's stream for its reconnect attempts: a push
 # that can't be delivered quickly is dropped, and viewers catch up from the log.
 PUSH_TIMEOUT_S = 0.5
+
+
+class _PushLoop:
+    """This process's push loop, started on first use (again in a forked child)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=self._loop.run_forever, name="session-push", daemon=True
+                ).start()
+            return self._loop
+
+
+_push_loop = _PushLoop()
 
 
 def group_message(*, seq: int, event: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -41,9 +72,15 @@ def event_push(
         layer = get_channel_layer()
         if layer is None:
             return
-        async_to_sync(_send)(
-            layer, group_name(session_id), group_message(seq=seq, event=event, payload=payload)
+        message = group_message(seq=seq, event=event, payload=payload)
+        future = asyncio.run_coroutine_threadsafe(
+            _send(layer, group_name(session_id), message), _push_loop.loop()
         )
+        try:
+            future.result(timeout=PUSH_TIMEOUT_S * 2)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
     except Exception:
         logger.warning("push of session %s seq %s failed", session_id, seq, exc_info=True)
         return
@@ -58,7 +95,15 @@ def board_push(*, owner_id: int) -> None:
         layer = get_channel_layer()
         if layer is None:
             return
-        async_to_sync(_send)(layer, board_group_name(owner_id), {"type": "board.changed"})
+        future = asyncio.run_coroutine_threadsafe(
+            _send(layer, board_group_name(owner_id), {"type": "board.changed"}),
+            _push_loop.loop(),
+        )
+        try:
+            future.result(timeout=PUSH_TIMEOUT_S * 2)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
     except Exception:
         logger.warning("board push to user %s failed", owner_id, exc_info=True)
 

@@ -27,7 +27,7 @@ def message_dict(message: Message) -> dict[str, Any]:
     return {
         "id": message.pk,
         "role": message.role,
-        "text": message.text,
+        "text": message.full_text,
         "status": message.status,
         "incomplete": message.incomplete,
         "generation": message.generation.number if message.generation_id else None,
@@ -133,9 +133,15 @@ def board_columns(
     *, user: AbstractBaseUser, query: str = "", archived: bool = False
 ) -> list[dict[str, Any]]:
     """The board as columns by task state, each {"status", "label", "tasks"}; every column is
-    there, empty or not, so cards move between fixed places."""
+    there, empty or not, so cards move between fixed places. Each session carries ``queue``,
+    its place in line when its prompt is queued."""
+    tasks = list(board_tasks(user=user, query=query, archived=archived))
+    sessions = [session for task in tasks for session in task.sessions.all()]
+    queues = sessions_queue(session_ids=[session.pk for session in sessions])
+    for session in sessions:
+        session.queue = queues.get(session.pk)  # a queued session's place in line, else None
     by_status: dict[str, list[Task]] = {status: [] for status, _ in BOARD_COLUMNS}
-    for task in board_tasks(user=user, query=query, archived=archived):
+    for task in tasks:
         by_status.setdefault(task.status, []).append(task)
     return [
         {"status": status, "label": label, "tasks": by_status[status]}
@@ -258,6 +264,7 @@ def session_snapshot(*, session: Session) -> dict[str, Any]:
         notice = session_notice(session=row)
         recovery_actions = session_recovery_actions(session=row)
         explanation = session_explanation(session=row)
+        queue = session_queue(session=row)
     return {
         "id": row.pk,
         "title": row.title,
@@ -267,8 +274,73 @@ def session_snapshot(*, session: Session) -> dict[str, Any]:
         "notice": notice,
         "recovery_actions": recovery_actions,
         "explanation": explanation,
+        "queue": queue,
         "last_seq": row.last_seq,
     }
+
+
+def _queue_group(generation: PromptGeneration) -> tuple[str, int | None]:
+    """Generations in one group wait for the same thing, in creation order."""
+    if generation.queue_reason == PromptGeneration.QueueReason.USER_LIMIT:
+        return generation.queue_reason, generation.requested_by_id
+    return generation.queue_reason, None
+
+
+def queue_ahead(*, generation: PromptGeneration) -> int:
+    """How many queued generations wait for the same thing as this one and came first
+    (sessions_app/services/queue.py)."""
+    earlier = PromptGeneration.objects.filter(
+        state=PromptGeneration.State.QUEUED, queue_reason=generation.queue_reason
+    ).filter(
+        Q(created_at__lt=generation.created_at)
+        | Q(created_at=generation.created_at, pk__lt=generation.pk)
+    )
+    if generation.queue_reason == PromptGeneration.QueueReason.USER_LIMIT:
+        earlier = earlier.filter(requested_by_id=generation.requested_by_id)
+    return earlier.count()
+
+
+def queue_positions(*, limit: int) -> list[tuple[PromptGeneration, int]]:
+    """The first ``limit`` queued generations in line order, each with its number ahead, from
+    one read."""
+    queued = (
+        PromptGeneration.objects.select_related("session")
+        .filter(state=PromptGeneration.State.QUEUED)
+        .order_by("created_at", "pk")[:limit]
+    )
+    seen: dict[tuple[str, int | None], int] = {}
+    positions = []
+    for generation in queued:
+        group = _queue_group(generation)
+        positions.append((generation, seen.get(group, 0)))
+        seen[group] = seen.get(group, 0) + 1
+    return positions
+
+
+def queue_dict(generation: PromptGeneration, ahead: int) -> dict[str, Any]:
+    """The one shape of a place in line: snapshot, board, API and session.updated all use it."""
+    return {"ahead": ahead, "reason": generation.queue_reason, "generation": generation.number}
+
+
+def session_queue(*, session: Session) -> dict[str, Any] | None:
+    """The session's place in line while its prompt is queued, else None."""
+    generation = (
+        PromptGeneration.objects.filter(session=session, state=PromptGeneration.State.QUEUED)
+        .order_by("-number")
+        .first()
+    )
+    if generation is None:
+        return None
+    return queue_dict(generation, queue_ahead(generation=generation))
+
+
+def sessions_queue(*, session_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Places in line for the board: session id -> queue dict, for those of ``session_ids``
+    whose prompt is queued."""
+    queued = PromptGeneration.objects.filter(
+        session_id__in=session_ids, state=PromptGeneration.State.QUEUED
+    )
+    return {g.session_id: queue_dict(g, queue_ahead(generation=g)) for g in queued}
 
 
 def events_after(*, session: Session, after_seq: int, limit: int = 500) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from sessions_app import enqueue
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.services import generations_reap_lost, generations_requeue_stale
 from sessions_app.services.ladder import ladder_sweep
+from sessions_app.services.queue import queue_positions_announce
 
 
 @shared_task(name=enqueue.RUN_GENERATION)
@@ -45,6 +46,12 @@ def requeue_stale_generations() -> int:
 def reap_lost_generations() -> int:
     """Periodic (Celery beat): hand back running generations whose worker went silent."""
     return len(generations_reap_lost(silent_for_s=settings.KANDEV_WORKER_SILENCE_S))
+
+
+@shared_task(name="sessions_app.announce_queue_positions")
+def announce_queue_positions() -> int:
+    """Periodic (Celery beat): tell queued sessions that their place in line moved."""
+    return queue_positions_announce()
 
 
 logger = logging.getLogger(__name__)

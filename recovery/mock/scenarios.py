@@ -203,6 +203,16 @@ def long(req: ScenarioRequest) -> Plan:
     return Plan((Start(), Text(deltas), Finish("end_turn")), delta_delay_ms=_int_arg(req, 2, 0))
 
 
+def bulk(req: ScenarioRequest) -> Plan:
+    """N characters of answer (default 5,000) in chunks of SIZE (default 1,000), unpaced: a long
+    answer as fast as the provider can send it."""
+    n, size = max(1, _count(req, 5000)), max(1, _int_arg(req, 1, 1000))
+    text = ("lorem ipsum dolor sit amet " * (n // 27 + 1))[:n]
+    return Plan(
+        (Start(), Text(tuple(text[i : i + size] for i in range(0, n, size))), Finish("end_turn"))
+    )
+
+
 def overloaded(req: ScenarioRequest) -> Plan:
     """`/overloaded:N[:SECONDS]`: 529 for the first N attempts, with Retry-After SECONDS if given."""
     if len(req.args) > 1:
@@ -347,6 +357,7 @@ SCENARIOS: dict[str, Callable[[ScenarioRequest], Plan]] = {
     "ping-stall": ping_stall,
     "stall-after-text": stall_after_text,
     "long": long,
+    "bulk": bulk,
     "overloaded": overloaded,
     "overloaded-sse": overloaded_sse,
     "overloaded-after-start": overloaded_after_start,

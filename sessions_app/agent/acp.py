@@ -45,6 +45,7 @@ from recovery.providers.acp import (
 from sessions_app.agent.acp_context import acp_prompt_text
 from sessions_app.agent.targets import TargetUnusable, acp_config_for
 from sessions_app.agent.turn import HandedBack, Judged, Turn, TurnFailed, TurnResult
+from sessions_app.db import released_between
 from sessions_app.models import Message, Session
 from sessions_app.services import message_create, message_finish, message_retract, message_update
 from sessions_app.services.ladder import call_succeeded
@@ -83,7 +84,8 @@ class AcpDriver:
             spec = self._spec()
         except TargetUnusable as unusable:
             raise TurnFailed(HandedBack(code=unusable.code, detail=unusable.detail)) from None
-        outcome = self._consume(acp_prompt_iter(spec, cancel=turn.cancel))
+        # The thread's connection goes back to the pool while it waits for the agent.
+        outcome = self._consume(released_between(acp_prompt_iter(spec, cancel=turn.cancel)))
         if turn.cancel.cancelled or (
             isinstance(outcome, PromptCompleted) and outcome.stop_reason == "cancelled"
         ):

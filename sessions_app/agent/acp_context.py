@@ -60,17 +60,17 @@ def acp_prompt_text(
 
 def _is_said(message: Message) -> bool:
     if message.role == Message.Role.USER:
-        return bool(message.text)
+        return bool(message.full_text)
     return (
         message.role == Message.Role.ASSISTANT
-        and bool(message.text)
+        and bool(message.full_text)
         and not message.incomplete
         and message.status == Message.Status.COMPLETE
     )
 
 
 def _turn(message: Message) -> str:
-    return f"{_SPEAKERS[message.role]}: {redact_credentials(message.text)}"
+    return f"{_SPEAKERS[message.role]}: {redact_credentials(message.full_text)}"
 
 
 def _context_block(*, turns: list[str], limit_bytes: int) -> str | None:

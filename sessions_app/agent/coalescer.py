@@ -2,9 +2,11 @@
 
 The first delta of a message creates its row (an INSERT carrying that text), so the viewer sees
 the answer begin at once. Later deltas are buffered and flushed when ``flush_interval_s`` has
-passed since the last write: one UPDATE of the row and one ``message.appended`` event per flush.
-Closing folds what is still buffered into the final ``message.updated`` write. So a message
-streamed for T seconds costs at most T / flush_interval_s + 1 UPDATEs.
+passed since the last write: one INSERT of the new text (a chunk row, see
+``services.messages.message_append``) and one ``message.appended`` event per flush, so a flush
+costs what it adds, however long the answer already is. Closing folds the chunks and what is
+still buffered into the final ``message.updated`` write. So a message streamed for T seconds
+costs at most T / flush_interval_s + 1 writes.
 
 Every delta passes through a credential-tier ``StreamRedactor`` first (one per message, so a
 secret split across deltas is still removed); the text it still holds (a possible start of a
@@ -99,8 +101,9 @@ class StreamWriter:
                 return
         else:
             self._pending += held
-        self._message.text += self._pending
+        message_finish(
+            message=self._message, status=status, incomplete=incomplete, tail=self._pending
+        )
         self._pending = ""
-        message_finish(message=self._message, status=status, incomplete=incomplete)
         self._message = None
         self._role = ""

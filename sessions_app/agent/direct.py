@@ -35,6 +35,7 @@ from sessions_app.agent.targets import TargetUnusable, stream_timeouts_for, targ
 from sessions_app.agent.tools import ToolContext, tool_run, tool_specs
 from sessions_app.agent.transcript import model_call_build
 from sessions_app.agent.turn import HandedBack, Judged, Turn, TurnFailed, TurnResult
+from sessions_app.db import released_between
 from sessions_app.models import Message
 from sessions_app.services import message_create
 from sessions_app.services.ladder import call_succeeded
@@ -129,7 +130,8 @@ class DirectDriver:
         tool_calls: list[ToolCall] = []
         turn_end: TurnEnd | None = None
         produced_output = False
-        for event in events:
+        # The thread's connection goes back to the pool while it waits for the provider.
+        for event in released_between(events):
             if not isinstance(event, (Usage, TurnEnd)):
                 # The guard releases nothing before the first user-visible event.
                 turn.shown()

@@ -7,17 +7,25 @@ target's kind.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import random
+
+from django.conf import settings
+from django.utils import timezone
 
 from recovery.clock import Clock, SystemClock
 from sessions_app import metrics
 from sessions_app.agent.acp import AcpDriver
 from sessions_app.agent.direct import DirectDriver, StreamOpener
+from sessions_app.agent.slots import AgentSlot, agent_slot_take
 from sessions_app.agent.turn import Driver, Turn
+from sessions_app.enqueue import attempt_enqueue, generation_enqueue
+from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import PromptGeneration, ProviderTarget
 from sessions_app.services import generation_claim
 from sessions_app.services.ladder import attempt_claim
+from sessions_app.services.queue import queue_hold
 
 logger = logging.getLogger(__name__)
 
@@ -32,22 +40,39 @@ def generation_run(
     rng: random.Random | None = None,
     stop_poll_interval_s: float = STOP_POLL_INTERVAL_S,
 ) -> PromptGeneration | None:
-    """Claim and run a generation. A duplicate delivery returns None without touching anything."""
-    generation = generation_claim(generation_id=generation_id)
-    if generation is None:
-        logger.info("generation %s already claimed; duplicate delivery ignored", generation_id)
-        return None
-    if generation.claimed_at is not None:
-        waited_s = (generation.claimed_at - generation.created_at).total_seconds()
-        metrics.observe(metrics.QUEUE_WAIT_SECONDS, max(waited_s, 0.0))
-    turn = Turn(
-        generation=generation,
-        target=generation.session.target,
-        clock=clock or SystemClock(),
-        rng=rng or random.Random(),
+    """Claim and run a generation. Returns None, touching nothing else, for a duplicate delivery
+    or a prompt that must wait in line (its sender's limit, or no agent slot for an ACP target;
+    services/queue.py)."""
+    target_kind = (
+        PromptGeneration.objects.filter(pk=generation_id)
+        .values_list("session__target__kind", flat=True)
+        .first()
     )
-    turn.execute(_driver_for(turn, open_stream), stop_poll_interval_s=stop_poll_interval_s)
-    return generation
+    slot = None
+    if target_kind == ProviderTarget.Kind.ACP:
+        slot = _agent_slot()
+        if slot is None:
+            _wait_for_agent_slot(generation_id=generation_id)
+            return None
+    try:
+        generation = generation_claim(generation_id=generation_id)
+        if generation is None:
+            logger.info("generation %s not claimed: already claimed, or held in line", generation_id)
+            return None
+        if generation.claimed_at is not None:
+            waited_s = (generation.claimed_at - generation.created_at).total_seconds()
+            metrics.observe(metrics.QUEUE_WAIT_SECONDS, max(waited_s, 0.0))
+        turn = Turn(
+            generation=generation,
+            target=generation.session.target,
+            clock=clock or SystemClock(),
+            rng=rng or random.Random(),
+        )
+        turn.execute(_driver_for(turn, open_stream), stop_poll_interval_s=stop_poll_interval_s)
+        return generation
+    finally:
+        if slot is not None:
+            slot.release()
 
 
 def generation_retry(
@@ -60,7 +85,41 @@ def generation_retry(
     stop_poll_interval_s: float = STOP_POLL_INTERVAL_S,
 ) -> PromptGeneration | None:
     """Run one scheduled retry attempt. The claim re-checks the loop row first: an attempt that
-    already ran, or a loop that was cancelled, stopped or disarmed meanwhile, does nothing."""
+    already ran, or a loop that was cancelled, stopped or disarmed meanwhile, does nothing. An
+    ACP attempt that finds no agent slot is scheduled again after KANDEV_ACP_SLOT_WAIT_S."""
+    slot = None
+    if _loop_target_kind(loop_id) == ProviderTarget.Kind.ACP:
+        slot = _agent_slot()
+        if slot is None:
+            attempt_enqueue(
+                loop_id=loop_id,
+                attempt=attempt,
+                eta=timezone.now() + dt.timedelta(seconds=settings.KANDEV_ACP_SLOT_WAIT_S),
+            )
+            return None
+    try:
+        return _retry_run(
+            loop_id=loop_id,
+            attempt=attempt,
+            clock=clock,
+            open_stream=open_stream,
+            rng=rng,
+            stop_poll_interval_s=stop_poll_interval_s,
+        )
+    finally:
+        if slot is not None:
+            slot.release()
+
+
+def _retry_run(
+    *,
+    loop_id: int,
+    attempt: int,
+    clock: Clock | None,
+    open_stream: StreamOpener | None,
+    rng: random.Random | None,
+    stop_poll_interval_s: float,
+) -> PromptGeneration | None:
     loop = attempt_claim(loop_id=loop_id, attempt=attempt)
     if loop is None:
         logger.info("retry attempt %s of loop %s is not due; ignored", attempt, loop_id)
@@ -80,6 +139,37 @@ def generation_retry(
     )
     turn.execute(_driver_for(turn, open_stream), stop_poll_interval_s=stop_poll_interval_s)
     return generation
+
+
+def _agent_slot() -> AgentSlot | None:
+    return agent_slot_take(
+        directory=settings.KANDEV_ACP_SLOT_DIR,
+        count=settings.KANDEV_ACP_MAX_AGENTS,
+        min_free_mb=settings.KANDEV_ACP_MIN_FREE_MB,
+    )
+
+
+def _wait_for_agent_slot(*, generation_id: int) -> None:
+    """No agent slot on this box: the prompt stays queued, saying why, and comes back later."""
+    generation = PromptGeneration.objects.select_related("session").filter(pk=generation_id).first()
+    if generation is None or not queue_hold(
+        generation=generation, reason=PromptGeneration.QueueReason.AGENT_SLOT
+    ):
+        return
+    logger.info("generation %s waits for an agent slot", generation_id)
+    generation_enqueue(generation_id=generation_id, countdown_s=settings.KANDEV_ACP_SLOT_WAIT_S)
+
+
+def _loop_target_kind(loop_id: int) -> str | None:
+    loop = RetryLoop.objects.filter(pk=loop_id).values("target_name", "generation_id").first()
+    if loop is None:
+        return None
+    kind = ProviderTarget.objects.filter(name=loop["target_name"]).values_list("kind", flat=True)
+    return kind.first() or (
+        PromptGeneration.objects.filter(pk=loop["generation_id"])
+        .values_list("session__target__kind", flat=True)
+        .first()
+    )
 
 
 def _driver_for(turn: Turn, open_stream: StreamOpener | None) -> Driver:

@@ -33,10 +33,10 @@ def _parts_of(messages: list[Message]) -> Iterable[tuple[str, Part]]:
     }
     for message in messages:
         if message.role == Message.Role.USER:
-            yield "user", TextPart(message.text)
+            yield "user", TextPart(message.full_text)
         elif message.role == Message.Role.ASSISTANT:
-            if message.text and not message.incomplete:
-                yield "assistant", TextPart(message.text)
+            if message.full_text and not message.incomplete:
+                yield "assistant", TextPart(message.full_text)
         elif message.role == Message.Role.TOOL_CALL:
             if message.metadata.get("source") == "acp":
                 # An ACP agent's own tool, run inside its process: not a call this model made,
@@ -58,7 +58,7 @@ def _parts_of(messages: list[Message]) -> Iterable[tuple[str, Part]]:
                 "user",
                 ToolResultPart(
                     tool_call_id=message.metadata.get("tool_call_id", ""),
-                    content=message.text,
+                    content=message.full_text,
                     is_error=bool(message.metadata.get("is_error", False)),
                 ),
             )

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0006_board_task_archived'),
+        ('sessions_app', '0007_message_chunks'),
     ]
 
     operations = [

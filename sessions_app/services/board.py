@@ -206,12 +206,18 @@ def _board_changed(*, owner_id: int) -> None:
 
 
 def session_state_set(
-    *, session: Session, state: str, recovery_actions: Sequence[str] = (), explanation: str = ""
+    *,
+    session: Session,
+    state: str,
+    recovery_actions: Sequence[str] = (),
+    explanation: str = "",
+    queue: dict | None = None,
 ) -> None:
     """Move the session (and its task's status) to ``state`` and record it in the event log.
 
     ``explanation`` (already redacted) is why the session needs attention; it rides on the event
-    so every viewer's recovery card can say it without another read."""
+    so every viewer's recovery card can say it without another read; ``queue`` (a queued
+    session's place in line, ``selectors.queue_dict``) likewise for the queued badge."""
     with transaction.atomic():
         now = timezone.now()
         Session.objects.filter(pk=session.pk).update(state=state, updated_at=now)
@@ -224,7 +230,7 @@ def session_state_set(
         event_append(
             session=session,
             type=event_names.SESSION_UPDATED,
-            payload=_state_payload(state, recovery_actions, explanation),
+            payload=_state_payload(state, recovery_actions, explanation, queue),
         )
 
 
@@ -232,13 +238,19 @@ def task_status_of(session_states: set[str]) -> str:
     """A task needs attention when any session does, is in progress while any works, else open."""
     if Session.State.NEEDS_ATTENTION in session_states:
         return Task.Status.NEEDS_ATTENTION
-    if session_states & {Session.State.RUNNING, Session.State.WAITING_RETRY}:
+    if session_states & {
+        Session.State.QUEUED, Session.State.RUNNING, Session.State.WAITING_RETRY
+    }:
         return Task.Status.IN_PROGRESS
     return Task.Status.OPEN
 
 
-def _state_payload(state: str, recovery_actions: Sequence[str], explanation: str) -> dict:
+def _state_payload(
+    state: str, recovery_actions: Sequence[str], explanation: str, queue: dict | None
+) -> dict:
     payload = {"state": state, "recovery_actions": list(recovery_actions)}
     if explanation:
         payload["explanation"] = explanation
+    if queue is not None:
+        payload["queue"] = queue
     return payload

@@ -3,8 +3,8 @@
 Every write of ``PromptGeneration.state`` in the project goes through ``_move``, which refuses a
 transition that ``TRANSITIONS`` does not list and applies an allowed one as a conditional UPDATE,
 so two processes racing on one generation can never both win. Each move is announced in the event
-log, and the session's state follows the generation's (running, waiting to retry, idle, needs
-attention).
+log, and the session's state follows the generation's (queued with its place in line, running,
+waiting to retry, idle, needs attention).
 
     queued -> running | stopped
     running -> waiting_retry | succeeded | failed | stopped
@@ -28,11 +28,12 @@ from sessions_app import events as event_names
 from sessions_app.enqueue import generation_enqueue
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
 from sessions_app.models import Message, PromptGeneration, Session
-from sessions_app.selectors import user_may_view
+from sessions_app.selectors import queue_ahead, queue_dict, user_may_view
 from sessions_app.services.board import session_state_set
 from sessions_app.services.events import event_append
 from sessions_app.services.loops import loop_finish, loops_disarm
 from sessions_app.services.messages import message_create, message_finish
+from sessions_app.services.queue import queue_hold, queue_release_next, user_at_limit, user_lock
 from sessions_app.text_rules import text_problem
 
 State = PromptGeneration.State
@@ -116,7 +117,9 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
             session=locked, state__in=PromptGeneration.ACTIVE_STATES
         ).exists():
             raise GenerationActive(session.pk)
-        generation = _generation_create(session=locked, mode=PromptGeneration.Mode.PROMPT)
+        generation = _generation_create(
+            session=locked, mode=PromptGeneration.Mode.PROMPT, requested_by=user
+        )
         message_create(
             session=locked,
             generation=generation,
@@ -148,10 +151,12 @@ def generation_supersede_waiting(*, session: Session) -> PromptGeneration | None
     return waiting
 
 
-def generation_create(*, session: Session, mode: str) -> PromptGeneration:
+def generation_create(
+    *, session: Session, mode: str, requested_by: AbstractBaseUser | None = None
+) -> PromptGeneration:
     """The session's next generation, queued. The caller holds the session row lock, writes the
     user message it answers (if any), then calls ``generation_begin``."""
-    return _generation_create(session=session, mode=mode)
+    return _generation_create(session=session, mode=mode, requested_by=requested_by)
 
 
 def generation_begin(*, session: Session, generation: PromptGeneration) -> None:
@@ -159,14 +164,29 @@ def generation_begin(*, session: Session, generation: PromptGeneration) -> None:
     _generation_start(session=session, generation=generation)
 
 
-def _generation_create(*, session: Session, mode: str) -> PromptGeneration:
+def _generation_create(
+    *, session: Session, mode: str, requested_by: AbstractBaseUser | None
+) -> PromptGeneration:
     last = PromptGeneration.objects.filter(session=session).aggregate(n=Max("number"))["n"]
-    return PromptGeneration.objects.create(session=session, number=(last or 0) + 1, mode=mode)
+    return PromptGeneration.objects.create(
+        session=session,
+        number=(last or 0) + 1,
+        mode=mode,
+        requested_by=requested_by if requested_by is not None and requested_by.pk else None,
+    )
 
 
 def _generation_start(*, session: Session, generation: PromptGeneration) -> None:
+    """The generation is queued, and its session says so with its place in line, until a worker
+    claims it (services/queue.py)."""
     _generation_event(generation)
-    session_state_set(session=session, state=Session.State.RUNNING)
+    generation.session = session
+    ahead = queue_ahead(generation=generation)
+    PromptGeneration.objects.filter(pk=generation.pk).update(queue_ahead=ahead)
+    generation.queue_ahead = ahead
+    session_state_set(
+        session=session, state=Session.State.QUEUED, queue=queue_dict(generation, ahead)
+    )
     generation_id = generation.pk
     # robust: the prompt is committed either way; a broker hiccup must not turn that into a
     # server error. A queued generation that never got its task is re-enqueued by a sweeper.
@@ -174,18 +194,26 @@ def _generation_start(*, session: Session, generation: PromptGeneration) -> None
 
 
 def generation_claim(*, generation_id: int) -> PromptGeneration | None:
-    """Take a queued generation for this worker. A duplicate delivery gets None and must do
-    nothing: the conditional UPDATE lets exactly one claimant through."""
+    """Take a queued generation for this worker, and its session is running. None when there is
+    nothing to run: a duplicate delivery (the conditional UPDATE lets exactly one claimant
+    through), or a person who already has KANDEV_USER_MAX_RUNNING generations running, whose
+    prompt is then held in line until one of theirs stops running (services/queue.py)."""
     generation = PromptGeneration.objects.select_related("session", "session__target").filter(
         pk=generation_id
     ).first()
-    if generation is None:
+    if generation is None or generation.state != State.QUEUED:
         return None
-    now = timezone.now()
-    if not _move(
-        generation, to=State.RUNNING, sources=(State.QUEUED,), claimed_at=now, heartbeat_at=now
-    ):
-        return None
+    with transaction.atomic():
+        user_lock(user_id=generation.requested_by_id)
+        if user_at_limit(user_id=generation.requested_by_id):
+            queue_hold(generation=generation, reason=PromptGeneration.QueueReason.USER_LIMIT)
+            return None
+        now = timezone.now()
+        if not _move(
+            generation, to=State.RUNNING, sources=(State.QUEUED,), claimed_at=now, heartbeat_at=now
+        ):
+            return None
+        session_state_set(session=generation.session, state=Session.State.RUNNING)
     return generation
 
 
@@ -196,6 +224,8 @@ def generation_await_retry(*, generation: PromptGeneration) -> bool:
         if not _move(generation, to=State.WAITING_RETRY, sources=(State.RUNNING,)):
             return False
         session_state_set(session=generation.session, state=Session.State.WAITING_RETRY)
+        # Waiting holds no worker: the person's next prompt in line may run meanwhile.
+        queue_release_next(user_id=generation.requested_by_id)
     return True
 
 
@@ -213,9 +243,9 @@ def generation_retry_claim(*, generation: PromptGeneration) -> bool:
     return True
 
 
-def generation_heartbeat(*, generation_id: int) -> None:
-    """The worker running this generation is alive."""
-    PromptGeneration.objects.filter(pk=generation_id, state=State.RUNNING).update(
+def generation_heartbeat(*, generation_ids: Iterable[int]) -> None:
+    """The worker running these generations is alive (one UPDATE for all of them)."""
+    PromptGeneration.objects.filter(pk__in=list(generation_ids), state=State.RUNNING).update(
         heartbeat_at=timezone.now()
     )
 
@@ -245,8 +275,13 @@ def generations_reap_lost(*, silent_for_s: float) -> list[int]:
     return reaped
 
 
-def generation_stop_requested(*, generation_id: int) -> bool:
-    return PromptGeneration.objects.filter(pk=generation_id, stop_requested=True).exists()
+def generations_stop_requested(*, generation_ids: Iterable[int]) -> list[int]:
+    """Which of these generations someone asked to stop (one query for all of them)."""
+    return list(
+        PromptGeneration.objects.filter(
+            pk__in=list(generation_ids), stop_requested=True
+        ).values_list("pk", flat=True)
+    )
 
 
 def generation_stop_request(*, generation_id: int) -> None:
@@ -288,6 +323,7 @@ def generation_end(
     if state not in (State.SUCCEEDED, State.FAILED, State.STOPPED):
         raise ValueError(f"{state!r} does not end a generation")
     with transaction.atomic():
+        was_running = PromptGeneration.objects.filter(pk=generation.pk, state=State.RUNNING).exists()
         if not _move(
             generation,
             to=state,
@@ -296,6 +332,8 @@ def generation_end(
             finished_at=timezone.now(),
         ):
             return False
+        if was_running:
+            queue_release_next(user_id=generation.requested_by_id)
         loop_finish(generation_id=generation.pk, state=_LOOP_END_STATE[state])
         if state == State.FAILED:
             session_state_set(
@@ -331,9 +369,10 @@ def generations_requeue_stale(*, older_than_s: float = 30.0) -> list[int]:
     delivery through. Returns the ids re-enqueued."""
     cutoff = timezone.now() - dt.timedelta(seconds=older_than_s)
     stale = list(
-        PromptGeneration.objects.filter(state=State.QUEUED, created_at__lt=cutoff).values_list(
-            "pk", flat=True
-        )
+        PromptGeneration.objects.filter(state=State.QUEUED, created_at__lt=cutoff)
+        # One waiting for an agent slot schedules its own next try; another would double it.
+        .exclude(queue_reason=PromptGeneration.QueueReason.AGENT_SLOT)
+        .values_list("pk", flat=True)
     )
     for generation_id in stale:
         generation_enqueue(generation_id=generation_id)

@@ -79,13 +79,13 @@ def session_recover(*, session: Session, user: AbstractBaseUser, action: str) ->
             raise StateConflict("action", "there is no prompt to re-run yet")
         loops_disarm(session_id=locked.pk)
         mode = PromptGeneration.Mode.RESUME if action == "resume" else PromptGeneration.Mode.FRESH
-        generation = generation_create(session=locked, mode=mode)
+        generation = generation_create(session=locked, mode=mode, requested_by=user)
         if action == "fresh":
             resent = message_create(
                 session=locked,
                 generation=generation,
                 role=Message.Role.USER,
-                text=last_prompt.text,
+                text=last_prompt.full_text,
                 metadata={"author": user.get_username(), "fresh_start": True},
             )
             Session.objects.filter(pk=locked.pk).update(context_from=resent)

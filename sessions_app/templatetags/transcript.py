@@ -24,7 +24,9 @@ _ROLE_LABELS = {
     Message.Role.TOOL_RESULT: "Tool result",
 }
 # A stop button replaces Send while a generation is active, so the person can always end it.
-ACTIVE_STATES = frozenset({Session.State.RUNNING, Session.State.WAITING_RETRY})
+ACTIVE_STATES = frozenset(
+    {Session.State.QUEUED, Session.State.RUNNING, Session.State.WAITING_RETRY}
+)
 
 
 @register.filter
@@ -42,6 +44,29 @@ def state_label(state: str) -> str:
         return Session.State(state).label
     except ValueError:
         return state
+
+
+@register.filter
+def get_item(mapping: dict | None, key: Any) -> Any:
+    return (mapping or {}).get(key)
+
+
+@register.filter
+def queue_label(queue: dict[str, Any] | None) -> str:
+    """A queued session's place in line, as its badge says it: "2 ahead", "next"."""
+    if not queue:
+        return ""
+    ahead = int(queue.get("ahead") or 0)
+    reason = queue.get("reason") or ""
+    waiting_for = _QUEUE_WAITS.get(reason, "")
+    place = f"{ahead} ahead" if ahead else "next"
+    return f"{place}, {waiting_for}" if waiting_for else place
+
+
+_QUEUE_WAITS = {
+    "user_limit": "after the sender's running prompts",
+    "agent_slot": "waiting for an agent slot",
+}
 
 
 @register.filter

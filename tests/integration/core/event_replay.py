@@ -44,6 +44,8 @@ def _apply(state: dict, messages: dict, kind: str, payload: dict) -> None:
         state["state"] = payload["state"]
         state["recovery_actions"] = list(payload.get("recovery_actions", []))
         state["explanation"] = payload.get("explanation", "")
+        # The place in line rides on the state: a state without it is not queued.
+        state["queue"] = copy.deepcopy(payload.get("queue"))
     elif kind == "notice.upserted":
         state["notice"] = copy.deepcopy(payload["notice"])
     elif kind == "notice.deleted":

@@ -63,7 +63,8 @@ def test_a_client_picks_an_operators_target_creates_a_task_and_session_then_prom
     assert status == 409
 
     detail = owner_api.get(f"/api/v1/sessions/{session['id']}").json()
-    assert detail["state"] == "running" and detail["notice"] is None
+    assert detail["state"] == "queued" and detail["notice"] is None
+    assert detail["queue"] == {"ahead": 0, "reason": "", "generation": 1}
     assert [(m["role"], m["text"], m["generation"]) for m in detail["messages"]] == [
         ("user", "hello", 1)
     ]

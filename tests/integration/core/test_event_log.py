@@ -157,4 +157,4 @@ def test_a_snapshot_taken_outside_a_transaction_reads_one_point_in_time(session,
     snapshot = session_snapshot(session=session)
     assert snapshot["last_seq"] == 3
     assert [m["text"] for m in snapshot["messages"]] == ["hello"]
-    assert snapshot["state"] == "running" and snapshot["notice"] is None
+    assert snapshot["state"] == "queued" and snapshot["notice"] is None

@@ -58,7 +58,7 @@ def test_prompt_submit_writes_the_message_and_generation_and_enqueues_the_run(
     message = Message.objects.get(session=session)
     assert (message.role, message.text, message.generation) == ("user", "Hello there", generation)
     session.refresh_from_db()
-    assert session.state == Session.State.RUNNING
+    assert session.state == Session.State.QUEUED
     assert session.task.status == Task.Status.IN_PROGRESS
     assert event_types(session) == [ev.MESSAGE_CREATED, ev.GENERATION_UPDATED, ev.SESSION_UPDATED]
     queued = [json.loads(raw) for raw in redis_client.lrange(celery_queue, 0, -1)]

@@ -23,7 +23,7 @@ CONTAINER_SPECS = processes.app_processes(
     web_port=8000,
     mock_host="0.0.0.0",
     mock_port=8765,
-    worker_concurrency=2,
+    worker_concurrency=processes.WORKER_CONCURRENCY,
     beat_schedule="/tmp/celerybeat-schedule",
     python="python",
 )

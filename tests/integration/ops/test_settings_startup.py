@@ -46,6 +46,13 @@ def start_up(**env: str) -> subprocess.CompletedProcess[str]:
         ("KANDEV_METRICS_TOKEN", "short"),
         ("KANDEV_LOG_FORMAT", "xml"),
         ("KANDEV_REDIS_PREFIX", "two words"),
+        ("KANDEV_DB_POOL_MAX", "-1"),
+        ("KANDEV_DB_POOL_MAX", "many"),
+        ("KANDEV_DB_POOL_TIMEOUT", "0"),
+        ("KANDEV_USER_MAX_RUNNING", "-2"),
+        ("KANDEV_ACP_MAX_AGENTS", "0"),
+        ("KANDEV_ACP_MIN_FREE_MB", "-5"),
+        ("KANDEV_ACP_SLOT_WAIT_S", "0"),
     ],
 )
 def test_a_bad_value_stops_start_up_and_names_the_variable(name, value):

@@ -101,7 +101,7 @@ def test_recover_starts_a_new_run_of_the_failed_turn(owner, session, action):
     latest = PromptGeneration.objects.filter(session=session).order_by("-number").first()
     assert (latest.number, latest.state, latest.mode) == (2, PromptGeneration.State.QUEUED, action)
     session.refresh_from_db()
-    assert session.state == Session.State.RUNNING
+    assert session.state == Session.State.QUEUED
 
 
 def test_recover_on_a_foreign_session_is_the_same_404_as_an_unknown_one(owner, stranger, session):

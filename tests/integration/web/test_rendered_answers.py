@@ -158,7 +158,8 @@ def test_streaming_text_stays_plain_until_the_finished_answer_replaces_it(owner,
     message_append(message=message, text="[x](javascript:alert(2))")
 
     streaming = snapshot_frame(snapshot=session_snapshot(session=session), now_ms=1)
-    plain = f'<div class="text" id="msg-{message.pk}-text" data-len="{len(message.text)}">'
+    streamed = Message.objects.get(pk=message.pk).full_text  # the row's text and its chunks
+    plain = f'<div class="text" id="msg-{message.pk}-text" data-len="{len(streamed)}">'
     assert plain + "# Plan &lt;script&gt;" in streaming
     assert "<h1>" not in streaming
 

@@ -71,7 +71,7 @@ FIRST_STREAMED_ATTEMPT: dict[str, tuple[str, str, str, str]] = {
 PARTIAL_TEXT = {"overloaded-after-text", "rate-limited-after-text", "server-error-after-text"}
 PARTIAL_TEXT |= {"drop", "cut"}
 PERMANENT = {"quota", "auth", "echo-credentials"}
-ANSWERING = {"plain", "thinking", "tool", "tool-then-overloaded", "long"}
+ANSWERING = {"plain", "thinking", "tool", "tool-then-overloaded", "long", "bulk"}
 ANSWERING |= {"echo-credentials-stream"}
 TIMED = {"slow-first-byte", "slow-stream", "ping-stall", "stall-after-text"}
 RECOVERING = sorted(set(FIRST_STREAMED_ATTEMPT) - PERMANENT)
@@ -189,6 +189,13 @@ def test_a_long_answer_streams_every_word(mock_provider: MockProvider, wire: str
     seen = run(wire, mock_provider, "[[mock:long:300]]")
 
     assert seen.finished and seen.text.split() == [f"w{i}" for i in range(300)]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_bulk_answer_streams_every_character(mock_provider: MockProvider, wire: str) -> None:
+    seen = run(wire, mock_provider, "[[mock:bulk:3000:700]]")
+
+    assert seen.finished and len(seen.text) == 3000
 
 
 @pytest.mark.parametrize("wire", WIRES)

@@ -60,7 +60,7 @@ def run_openai(mock: MockProvider, text: str) -> tuple[list[str], str, Exception
 
 
 def test_every_scenario_has_a_characterization_below() -> None:
-    answering = {"plain", "thinking", "tool", "long", "tool-then-overloaded"}
+    answering = {"plain", "thinking", "tool", "long", "tool-then-overloaded", "bulk"}
     answering |= {"echo-credentials-stream"}  # tests/integration/core/test_output_redaction.py
     # wire-fixture sends recorded bodies: tests/integration/wire/test_stream_fixtures.py
     covered = {name for name, *_ in ANTHROPIC_FIRST_ATTEMPT} | answering | {"wire-fixture"}
@@ -243,6 +243,13 @@ def test_long_puts_as_many_words_in_a_delta_as_asked(mock_provider: MockProvider
     assert error is None
     assert text == "".join(f"w{i} " for i in range(1000))
     assert kinds.count("content_block_delta") == 4  # 300, 300, 300 and 100 words
+
+
+def test_bulk_streams_the_requested_characters_in_chunks_of_the_requested_size(
+    mock_provider: MockProvider,
+) -> None:
+    _, text, error = run_anthropic(mock_provider, "[[mock:bulk:2500:1000]] go")
+    assert error is None and len(text) == 2500 and text.startswith("lorem ipsum")
 
 
 def test_a_request_without_credentials_is_refused_like_the_real_api(
