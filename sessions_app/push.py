@@ -73,14 +73,7 @@ def event_push(
         if layer is None:
             return
         message = group_message(seq=seq, event=event, payload=payload)
-        future = asyncio.run_coroutine_threadsafe(
-            _send(layer, group_name(session_id), message), _push_loop.loop()
-        )
-        try:
-            future.result(timeout=PUSH_TIMEOUT_S * 2)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise
+        _send_and_wait(layer, group_name(session_id), message)
     except Exception:
         logger.warning("push of session %s seq %s failed", session_id, seq, exc_info=True)
         return
@@ -95,17 +88,19 @@ def board_push(*, owner_id: int) -> None:
         layer = get_channel_layer()
         if layer is None:
             return
-        future = asyncio.run_coroutine_threadsafe(
-            _send(layer, board_group_name(owner_id), {"type": "board.changed"}),
-            _push_loop.loop(),
-        )
-        try:
-            future.result(timeout=PUSH_TIMEOUT_S * 2)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise
+        _send_and_wait(layer, board_group_name(owner_id), {"type": "board.changed"})
     except Exception:
         logger.warning("board push to user %s failed", owner_id, exc_info=True)
+
+
+def _send_and_wait(layer: Any, group: str, message: dict[str, Any]) -> None:
+    """Send on the process's push loop and wait for it (raises when it did not go out)."""
+    future = asyncio.run_coroutine_threadsafe(_send(layer, group, message), _push_loop.loop())
+    try:
+        future.result(timeout=PUSH_TIMEOUT_S * 2)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise
 
 
 async def _send(layer: Any, group: str, message: dict[str, Any]) -> None:
