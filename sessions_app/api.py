@@ -15,6 +15,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Status
 
+from recovery import wording
 from sessions_app import selectors, services
 from sessions_app.api_auth import BearerTokenAuth
 from sessions_app.api_schemas import (
@@ -33,8 +34,9 @@ from sessions_app.api_schemas import (
     TaskIn,
     TaskOut,
 )
-from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from sessions_app.errors import GenerationActive, InvalidInput, RetryWaiting, SessionNotFound
 from sessions_app.models import ProviderTarget, Session, Task
+from sessions_app.services import generations
 from sessions_app.services import recovery as recovery_services
 
 api = NinjaAPI(
@@ -67,6 +69,8 @@ def _invalid(request: HttpRequest, exc: InvalidInput) -> HttpResponse:
 @api.exception_handler(GenerationActive)
 def _busy(request: HttpRequest, exc: GenerationActive) -> HttpResponse:
     detail = "A prompt is already running in this session; stop it or wait for it to finish."
+    if isinstance(exc, RetryWaiting):
+        detail = wording.RETRY_PENDING
     return api.create_response(request, {"detail": detail}, status=409)
 
 
@@ -192,6 +196,29 @@ def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) 
     generation = recovery_services.session_recover(
         session=session, user=request.auth, action=payload.action
     )
+    return Status(202, {"generation": generation.number})
+
+
+@api.post(
+    "/v1/sessions/{session_id}/regenerate",
+    response={202: PromptOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+)
+def sessions_regenerate(request: HttpRequest, session_id: int) -> Status:
+    """Answer the last prompt again; the earlier answer is kept, labelled replaced."""
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    generation = generations.answer_regenerate(session=session, user=request.auth)
+    return Status(202, {"generation": generation.number})
+
+
+@api.post(
+    "/v1/sessions/{session_id}/edit",
+    response={202: PromptOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+)
+def sessions_edit(request: HttpRequest, session_id: int, payload: PromptIn) -> Status:
+    """Send an edited version of the last prompt; the earlier one and its answer are kept,
+    labelled replaced."""
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    generation = generations.prompt_edit(session=session, user=request.auth, text=payload.text)
     return Status(202, {"generation": generation.number})
 
 

@@ -127,6 +127,8 @@ class PromptGeneration(models.Model):
         PROMPT = "prompt", "New prompt"
         RESUME = "resume", "Resume"
         FRESH = "fresh", "Start fresh"
+        REGENERATE = "regenerate", "Regenerate"
+        EDIT = "edit", "Edited prompt"
 
     ACTIVE_STATES = (State.QUEUED, State.RUNNING, State.WAITING_RETRY)
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from sessions_app import events as event_names
 from sessions_app.errors import InvalidInput
 from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
+from sessions_app.selectors import session_switch_targets
 from sessions_app.services.events import event_append
 from sessions_app.target_rules import target_problems
 
@@ -162,11 +163,11 @@ def session_state_set(
             Task.objects.filter(pk=session.task_id).exclude(status=Task.Status.DONE).update(
                 status=task_status, updated_at=now
             )
-        event_append(
-            session=session,
-            type=event_names.SESSION_UPDATED,
-            payload=_state_payload(state, recovery_actions, explanation),
-        )
+        payload = _state_payload(state, recovery_actions, explanation)
+        if state == Session.State.NEEDS_ATTENTION:
+            # The card's "Try another target" choices ride along, like the explanation.
+            payload["switch_targets"] = session_switch_targets(session=session)
+        event_append(session=session, type=event_names.SESSION_UPDATED, payload=payload)
 
 
 def _state_payload(state: str, recovery_actions: Sequence[str], explanation: str) -> dict:
