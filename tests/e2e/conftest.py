@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +105,13 @@ target_create(name="Mock", kind=ProviderTarget.Kind.MOCK, model="mock-1")
 # is gone before other test modules run, e.g. /healthz's "no worker answers" test.
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
+    with running_stack() as started:
+        yield started
+
+
+@contextmanager
+def running_stack() -> Iterator[Stack]:
+    """The whole stack, up and warmed; also what scripts/screenshots.py photographs."""
     base_db = env_str("DATABASE_URL")  # the environment, or what `make run` wrote for its services
     db_name = os.environ.get("KANDEV_TEST_DB_NAME", "test_kandev") + "_e2e"
     mock_port, web_port = free_port(), free_port()

@@ -389,11 +389,13 @@ def test_the_api_regenerates_edits_and_refuses_a_prompt_while_a_retry_waits(
     assert api.post(f"{base}/regenerate").status_code == 409
     run_retry(RetryLoop.objects.get(session=chat), clock)
 
-    regenerated = api.post(f"{base}/regenerate")
-    assert regenerated.status_code == 202
-    run(PromptGeneration.objects.get(session=chat, number=regenerated.json()["generation"]), clock)
     empty = api.post(f"{base}/edit", {"text": ""}, content_type="application/json")
     assert empty.status_code == 422
     edited = api.post(f"{base}/edit", {"text": "hello"}, content_type="application/json")
     assert edited.status_code == 202
     assert Message.objects.filter(session=chat, role="user").last().text == "hello"
+    run(PromptGeneration.objects.get(session=chat, number=edited.json()["generation"]), clock)
+    regenerated = api.post(f"{base}/regenerate")
+    assert regenerated.status_code == 202
+    generation = PromptGeneration.objects.get(session=chat, number=regenerated.json()["generation"])
+    assert run(generation, clock).state == State.SUCCEEDED
