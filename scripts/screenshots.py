@@ -36,8 +36,14 @@ OUT = ROOT / "docs" / "screenshots"
 ANSWERED = (
     "How do I **retry** safely?\n\n"
     "- only before any output\n- never a tool twice\n\n"
-    "```python\ndef backoff(attempt):\n    return min(2 ** attempt, 60)\n```"
+    "```python\ndef backoff(attempt):\n    return min(2 ** attempt, 60)\n```\n\nThanks"
 )
+# A second target, so the failure card shows its "Try another target" choice.
+BACKUP_CODE = """
+from sessions_app.models import ProviderTarget
+from sessions_app.services import target_create
+target_create(name="Mock backup", kind=ProviderTarget.Kind.MOCK, model="mock-2")
+"""
 TITLES = ("Release notes draft", "Flaky deploy check", "Rate limits explained")
 
 
@@ -68,6 +74,7 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     written = []
     with running_stack() as stack, sync_playwright() as playwright:
+        stack.manage("shell", "-c", BACKUP_CODE)
         for title in TITLES:
             stack.new_session(title)
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -66,19 +66,24 @@ def open_on_both(stack, title: str, *pages) -> int:
 # ---- regenerate ---------------------------------------------------------------------------------
 
 
+def wait_for_regenerated(page) -> None:
+    """The old answer is closed away and the new one has finished (not merely the old one)."""
+    page.wait_for_selector(f"{ANSWER}.msg--replaced details.replaced", timeout=30_000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('#transcript .msg--assistant:not(.msg--replaced)"
+        "[data-status=complete]').length === 1",
+        timeout=60_000,
+    )
+    wait_for_answer(page)
+
+
 def regenerate_and_watch(actor, watcher) -> None:
     send(actor, "regenerate me")
     for page in (actor, watcher):
         wait_for_answer(page)
     press(actor, f"{ANSWER}[data-latest] .regenerate")
     for page in (actor, watcher):
-        page.wait_for_selector(f"{ANSWER}.msg--replaced details.replaced", timeout=30_000)
-        page.wait_for_function(
-            "() => document.querySelectorAll('#transcript .msg--assistant:not(.msg--replaced)"
-            "[data-status=complete]').length === 1",
-            timeout=60_000,
-        )
-        wait_for_answer(page)
+        wait_for_regenerated(page)
         replaced = page.locator(f"{ANSWER}.msg--replaced")
         assert replaced.count() == 1
         summary = replaced.locator("summary").inner_text()
@@ -330,8 +335,7 @@ def test_axe_finds_no_serious_violation_on_the_board_and_session_pages(
     send(page, "see\n\n```python\nprint('hi')\n```")
     wait_for_answer(page)
     press(page, f"{ANSWER}[data-latest] .regenerate")
-    page.wait_for_selector(f"{ANSWER}.msg--replaced", timeout=30_000)
-    wait_for_answer(page)
+    wait_for_regenerated(page)
     send(page, "/auth hello")
     page.wait_for_selector(f"{CARD} .recovery-switch", timeout=60_000)
     assert axe_serious(page) == []
