@@ -9,6 +9,9 @@ attention).
     queued -> running | stopped
     running -> waiting_retry | succeeded | failed | stopped
     waiting_retry -> running | superseded | stopped | failed
+
+Besides the moves, the services that start generations live here: a new prompt, Regenerate and
+an edit of the last prompt (Resume and Start fresh are in services/recovery.py).
 """
 
 from __future__ import annotations
@@ -335,7 +338,9 @@ def generation_stop_request(*, generation_id: int) -> None:
 def session_stop(*, session: Session, user: AbstractBaseUser) -> PromptGeneration | None:
     """Ask the active generation to stop. Returns it, or None when nothing was running (pressing
     Stop twice is harmless). A queued generation no worker has claimed is stopped here; a running
-    one is flagged and its worker ends it within about a flush interval, keeping partial text."""
+    one is flagged and its worker ends it within about a flush interval, keeping partial text.
+    During a retry (waiting, or its attempt running) Stop is the banner's Cancel: the session
+    needs attention with Resume and Start fresh, never idle with an unanswered prompt."""
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     with transaction.atomic():
