@@ -81,7 +81,7 @@ def failover_message(code: Code, *, target: str) -> str:
 
 def exhausted_message(code: Code, *, attempts: int) -> str:
     if attempts == 0:
-        return f"{_reason(code)}. Automatic retries are turned off (KANDEV_RETRY_MAX_ATTEMPTS=0)."
+        return f"{_reason(code)}. Automatic retries are turned off on this server."
     noun = "attempt" if attempts == 1 else "attempts"
     return f"{_persisted(code)} after {attempts} {noun}."
 

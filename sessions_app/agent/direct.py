@@ -54,7 +54,7 @@ class DirectDriver:
 
     def run(self, turn: Turn) -> TurnResult:
         try:
-            self.config = target_config_for(turn.target)
+            self.config = target_config_for(turn.target, session_id=turn.session.pk)
         except TargetUnusable as unusable:
             raise TurnFailed(HandedBack(code=unusable.code, detail=unusable.detail)) from None
         for _ in range(MAX_MODEL_CALLS):

@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 # The mock server wants an auth header like a real provider but accepts any value.
 MOCK_PLACEHOLDER_KEY = "mock-key-not-secret"
+# recovery.mock.conversations.CONVERSATION_PREFIX, naming one session.
+MOCK_CONVERSATION_PATH = "/conversations/session-{session_id}"
 
 
 class TargetUnusable(ProviderFailure):
@@ -44,9 +46,15 @@ class TargetUnusable(ProviderFailure):
 
 
 def target_config_for(
-    target: ProviderTarget, *, environ: Mapping[str, str] = os.environ
+    target: ProviderTarget, *, session_id: int, environ: Mapping[str, str] = os.environ
 ) -> TargetConfig:
-    """What one run of a direct (or mock) target sends: its allowed URL and its allowed key.
+    """What one run of a direct (or mock) target sends for a turn of session ``session_id``: its
+    allowed URL and its allowed key.
+
+    A mock target's URL names the session as the mock's conversation (``/conversations/{id}`` in
+    front of the wire's path), so its scenario counters are the session's own: two people trying
+    the README's ``[[mock:overloaded:2]]`` at once never share "attempt 2". Only the mock sees
+    the session id; a real provider's URL is used as the operator wrote it.
 
     ``environ`` is read for the key alone, by the allowed name, after the checks."""
     if target.kind == ProviderTarget.Kind.ACP:
@@ -82,9 +90,12 @@ def target_config_for(
         else:
             detail = wording.target_key_unnamed(target.name)
         raise TargetUnusable(code="missing_credentials", detail=detail)
+    base_url = base_url_effective(kind=target.kind, base_url=target.base_url)
+    if target.kind == ProviderTarget.Kind.MOCK:
+        base_url = f"{base_url.rstrip('/')}{MOCK_CONVERSATION_PATH.format(session_id=session_id)}"
     return TargetConfig(
         provider_id=str(target.kind),
-        base_url=base_url_effective(kind=target.kind, base_url=target.base_url),
+        base_url=base_url,
         model=target.model or "mock-model",
         api_key=api_key,
         name=target.name,

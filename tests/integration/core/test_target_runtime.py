@@ -176,3 +176,37 @@ def test_a_config_error_card_names_no_variable_host_port_or_path(
         assert detail not in shown, (detail, shown)
     if set_up != "a closed port":  # a closed port reads as the network being down
         assert "Ask an operator to check this target" in shown
+
+
+def test_each_session_on_the_mock_target_is_its_own_mock_conversation(
+    owner, stranger, mock_provider, retry_settings
+):
+    # The README's example, tried by two people at once: each sees its own first failure.
+    retry_settings(max_attempts=0)
+    target = ProviderTarget.objects.create(name="Mock", kind="mock", base_url=mock_provider.url)
+
+    first = run(owner, target, "[[mock:overloaded:1]] hi")
+    second = run(stranger, target, "[[mock:overloaded:1]] hi")
+
+    assert (first.state, second.state) == ("failed", "failed")
+    by_conversation = {r["conversation"]: r["path"] for r in mock_provider.requests()}
+    assert by_conversation == {
+        f"session-{chat}": f"/conversations/session-{chat}/v1/messages"
+        for chat in (first.session_id, second.session_id)
+    }
+
+
+def test_a_real_provider_url_is_used_as_the_operator_wrote_it(owner, mock_provider, worker_env):
+    target = ProviderTarget.objects.create(
+        name="Claude",
+        kind="anthropic",
+        model="m",
+        base_url=mock_provider.url,
+        api_key_env="ANTHROPIC_API_KEY",
+    )
+
+    run(owner, target)
+
+    [request] = mock_provider.requests()
+    assert request["path"] == "/v1/messages"
+    assert request["conversation"].startswith("anthropic-")  # keyed by content: no session id

@@ -62,7 +62,9 @@ class RunningSupervisor:
     def output(self) -> str:
         return "\n".join(self.lines)
 
-    def wait_for(self, text: str, *, timeout_s: float = 90) -> None:
+    def wait_for(self, text: str, *, timeout_s: float = 240) -> None:
+        # A bound, not a pace: a first start initialises Postgres, which took over 90 s on a
+        # 2-core machine at load 13.
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if any(text in line for line in self.lines):
