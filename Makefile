@@ -31,7 +31,7 @@ help:
 	@echo "make test          run the default test suite (PYTEST_ARGS=... to narrow it)"
 	@echo "make test-unit     the recovery library's unit tests: no Django, database or Redis"
 	@echo "make test-browser  browser tests (Playwright + Debian chromium)"
-	@echo "make test-slow     chaos tests (real processes killed)"
+	@echo "make test-slow     chaos tests (real processes killed) and the OpenAPI fuzz run"
 	@echo "make test-agents   end-to-end tests with the real agent CLIs (Claude Code, Codex, Gemini CLI)"
 	@echo "make bench         run benchmarks/bench_*.py and print one table"
 	@echo "make lint          ruff check"
@@ -92,9 +92,9 @@ test-agents: install
 
 # ALLOW_EMPTY=1: pytest's exit 5 ("no tests collected") counts as success (.ci/run sets it).
 test-slow: install
-	$(WITH_SERVICES) $(PY) -m pytest -m chaos $(PYTEST_ARGS) || { \
+	$(WITH_SERVICES) $(PY) -m pytest -m "chaos or fuzz" $(PYTEST_ARGS) || { \
 	  code=$$?; \
-	  if [ "$$code" = 5 ] && [ -n "$(ALLOW_EMPTY)" ]; then echo "no chaos tests collected"; \
+	  if [ "$$code" = 5 ] && [ -n "$(ALLOW_EMPTY)" ]; then echo "no chaos or fuzz tests collected"; \
 	  else exit "$$code"; fi; }
 
 bench: install

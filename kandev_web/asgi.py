@@ -7,16 +7,19 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from kandev_web.transport import close_failed_sockets_with_a_code  # noqa: E402
+from kandev_web.ws_origin import SameOriginValidator  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+
+close_failed_sockets_with_a_code()
 
 application = ProtocolTypeRouter(
     {
         # Daphne serves /static/ itself (from the app and project static dirs, no collectstatic),
         # so one process is the whole web tier on one machine; a CDN or proxy may take it over.
         "http": ASGIStaticFilesHandler(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -8,6 +8,7 @@ another terminal reach the same services without set-up.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 import shutil
@@ -17,6 +18,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from kandev_web.secret_key import secret_key
 from recovery.budget import RetrySettings
 from recovery.hosts import HostAllowlist
 
@@ -122,8 +124,8 @@ def redis_urls(url: str) -> dict[str, str]:
 
 
 DEBUG = env_bool("DEBUG", False)
-# The default only suits a laptop; docker-compose.yml and any real deployment set SECRET_KEY.
-SECRET_KEY = env_str("SECRET_KEY", "kandev-dev-only-insecure-secret-key")
+# KANDEV_SECRET_KEY or SECRET_KEY; without either, one generated once and kept in STATE_DIR.
+SECRET_KEY = secret_key(env=os.environ, state_dir=STATE_DIR)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -139,6 +141,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "sessions_app",
     "sessions_app.ladder",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -150,6 +153,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes requires: it turns a refused login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "kandev_web.urls"
@@ -338,6 +343,65 @@ def provider_hosts(name: str, default: list[str]) -> HostAllowlist:
 
 KANDEV_PROVIDER_KEY_ENVS = provider_key_envs("KANDEV_PROVIDER_KEY_ENVS", DEFAULT_PROVIDER_KEY_ENVS)
 KANDEV_PROVIDER_HOSTS = provider_hosts("KANDEV_PROVIDER_HOSTS", DEFAULT_PROVIDER_HOSTS)
+# --- Hardened edges (issue 9): login throttling, cookies, TLS, websocket limits --------------------
+
+
+def _lockout_parameters(raw: str) -> list[str | list[str]]:
+    """KANDEV_LOGIN_LOCKOUT_BY: comma-separated alternatives, each one field or fields joined by
+    '+', e.g. "username+ip_address" (one counter per username from one address)."""
+    known = {"username", "ip_address", "user_agent"}
+    parameters: list[str | list[str]] = []
+    for alternative in (item.strip() for item in raw.split(",") if item.strip()):
+        fields = [field.strip() for field in alternative.split("+")]
+        if not set(fields) <= known:
+            raise ImproperlyConfigured(
+                f"KANDEV_LOGIN_LOCKOUT_BY names {alternative!r}; use {', '.join(sorted(known))}"
+                " joined by '+', alternatives separated by ','"
+            )
+        parameters.append(fields[0] if len(fields) == 1 else fields)
+    if not parameters:
+        raise ImproperlyConfigured("KANDEV_LOGIN_LOCKOUT_BY must name at least one field")
+    return parameters
+
+
+# django-axes counts failed logins on both logins (the app's and the admin's): they all go through
+# django.contrib.auth.authenticate, which the Axes backend guards. Attempts live in the database,
+# so every Daphne process sees the same count. Staff unlock an account in the admin (Axes section).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("KANDEV_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = dt.timedelta(seconds=env_int("KANDEV_LOGIN_COOLOFF_S", 15 * 60))
+# Per username *and* address by default: a guesser is stopped without letting anyone lock the
+# real user out from elsewhere.
+AXES_LOCKOUT_PARAMETERS = _lockout_parameters(
+    env_str("KANDEV_LOGIN_LOCKOUT_BY", "username+ip_address")
+)
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "sessions_app.views.login_locked_out"
+if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME.total_seconds() < 1:
+    raise ImproperlyConfigured("KANDEV_LOGIN_FAILURE_LIMIT and KANDEV_LOGIN_COOLOFF_S must be >= 1")
+
+# Behind TLS (KANDEV_HTTPS: served over https, directly or by a proxy that sets
+# X-Forwarded-Proto) with DEBUG off, cookies travel only over https and browsers are told to keep
+# to https (HSTS; Django sends it on secure requests only). Each can be set on its own.
+KANDEV_HTTPS = env_bool("KANDEV_HTTPS", False)
+_SECURE_BY_DEFAULT = KANDEV_HTTPS and not DEBUG
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("KANDEV_SECURE_COOKIES", _SECURE_BY_DEFAULT)
+SECURE_HSTS_SECONDS = env_int("KANDEV_HSTS_SECONDS", 31_536_000 if _SECURE_BY_DEFAULT else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("KANDEV_HSTS_INCLUDE_SUBDOMAINS", False)
+if KANDEV_HTTPS:
+    # KANDEV_HTTPS promises every request arrives over https; the proxy in front says so here.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+if SECURE_HSTS_SECONDS < 0:
+    raise ImproperlyConfigured("KANDEV_HSTS_SECONDS must be >= 0")
+
+# Snapshot/resume requests one socket may make: a burst, then this many a minute (consumers.py).
+KANDEV_WS_SYNC_BURST = env_int("KANDEV_WS_SYNC_BURST", 5)
+KANDEV_WS_SYNCS_PER_MINUTE = env_float("KANDEV_WS_SYNCS_PER_MINUTE", 12.0)
+if KANDEV_WS_SYNC_BURST < 1 or KANDEV_WS_SYNCS_PER_MINUTE <= 0:
+    raise ImproperlyConfigured("KANDEV_WS_SYNC_BURST must be >= 1, KANDEV_WS_SYNCS_PER_MINUTE > 0")
 
 LOGGING = {
     "version": 1,

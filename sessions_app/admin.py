@@ -19,6 +19,7 @@ from sessions_app.models import (
 )
 from sessions_app.services import target_fields_check
 from sessions_app.target_rules import target_problems
+from sessions_app.text_rules import name_problem
 
 
 class TargetFallbackInline(admin.TabularInline):
@@ -41,6 +42,12 @@ class ProviderTargetForm(forms.ModelForm):
             "api_key_env": "The name of the environment variable holding the key (never the "
             "key itself), one of KANDEV_PROVIDER_KEY_ENVS.",
         }
+
+    def clean_name(self) -> str:
+        problem = name_problem(self.cleaned_data["name"])
+        if problem is not None:
+            raise forms.ValidationError(problem)
+        return self.cleaned_data["name"].strip()
 
     def clean(self) -> dict:
         cleaned = super().clean()
@@ -145,10 +152,10 @@ class NoteAdmin(admin.ModelAdmin):
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     # The digest alone is useless to an attacker, but there is no reason to show it either.
-    list_display = ["prefix", "user", "created_at", "last_used_at"]
+    list_display = ["prefix", "label", "user", "created_at", "last_used_at", "expires_at", "revoked_at"]
     list_select_related = ["user"]
     exclude = ["digest"]
-    readonly_fields = ["user", "prefix", "created_at", "last_used_at"]
+    readonly_fields = ["user", "prefix", "label", "created_at", "last_used_at"]
 
     def has_add_permission(self, request) -> bool:
         return False  # tokens come from `manage.py create_api_token`, which shows them once

@@ -1,12 +1,19 @@
 """The versioned JSON API, mounted at /api/ (routes under /api/v1/, OpenAPI at /api/openapi.json).
 
 Views here only translate HTTP to services and selectors and domain errors to status codes:
-SessionNotFound -> 404 (one body for unknown and foreign ids), InvalidInput -> 422 with the field,
-GenerationActive -> 409, an oversized body -> 413.
+SessionNotFound and TokenNotFound -> 404 (one body for unknown and foreign ids), InvalidInput ->
+422 with the field, UnknownReference (a body field naming a target or task that is not there) ->
+404, StateConflict and GenerationActive -> 409, an oversized body -> 413, a body that is not JSON
+-> 400, no live token -> 401.
 
-Targets belong to the operator: the API lists them (name, kind, model and fallbacks; never a
-command, URL or variable name) and refuses to create one with a 403 for every token, staff
-included. Staff set targets up in the admin or with `manage.py target_add`.
+Every operation's ``response`` lists all of these that it can answer, so the OpenAPI document says
+what the API does; tests/integration/core/test_openapi_fuzz.py (schemathesis) holds it to that.
+422 is kept for requests the published schema itself calls invalid: what the schema can say (a
+blank title, a prompt over the limit) it says.
+
+Targets belong to the operator: the API lists them (name and model; never an agent, URL or
+variable name) and refuses to create one with a 403 for every token, staff included. Staff set
+targets up in the admin or with `manage.py target_add`.
 """
 
 from __future__ import annotations
@@ -17,8 +24,9 @@ from ninja import NinjaAPI, Status
 
 from recovery import wording
 from sessions_app import selectors, services
-from sessions_app.api_auth import BearerTokenAuth
+from sessions_app.api_auth import BearerTokenAuth, api_token_revoke
 from sessions_app.api_schemas import (
+    ApiTokenOut,
     CancelRetryOut,
     ErrorOut,
     EventOut,
@@ -33,8 +41,17 @@ from sessions_app.api_schemas import (
     TargetOut,
     TaskIn,
     TaskOut,
+    ValidationErrorOut,
 )
-from sessions_app.errors import GenerationActive, InvalidInput, RetryWaiting, SessionNotFound
+from sessions_app.errors import (
+    GenerationActive,
+    InvalidInput,
+    RetryWaiting,
+    SessionNotFound,
+    StateConflict,
+    TokenNotFound,
+    UnknownReference,
+)
 from sessions_app.models import ProviderTarget, Session, Task
 from sessions_app.services import generations
 from sessions_app.services import recovery as recovery_services
@@ -54,9 +71,21 @@ TARGETS_ARE_THE_OPERATORS = {
 }
 EVENTS_PAGE_LIMIT = 1000
 
+# What an operation can answer besides its success, for its ``response`` (and so the document).
+AUTH = {401: ErrorOut}  # no token, or an unknown, revoked or expired one
+FIELDS = {422: ValidationErrorOut}  # a path, query or body field the schema refuses
+JSON_BODY = {400: ErrorOut, 413: ErrorOut}  # the body is not JSON / is too large
+MISSING = {404: ErrorOut}  # the session (or token, or a target/task the body names) is not there
+CONFLICT = {409: ErrorOut}  # well formed, but the current state refuses it
+
+
+def _sentence(message: str) -> str:
+    return f"{message[:1].upper()}{message[1:]}."
+
 
 @api.exception_handler(SessionNotFound)
-def _not_found(request: HttpRequest, exc: SessionNotFound) -> HttpResponse:
+@api.exception_handler(TokenNotFound)
+def _not_found(request: HttpRequest, exc: SessionNotFound | TokenNotFound) -> HttpResponse:
     return api.create_response(request, NOT_FOUND, status=404)
 
 
@@ -64,6 +93,16 @@ def _not_found(request: HttpRequest, exc: SessionNotFound) -> HttpResponse:
 def _invalid(request: HttpRequest, exc: InvalidInput) -> HttpResponse:
     detail = [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}]
     return api.create_response(request, {"detail": detail}, status=422)
+
+
+@api.exception_handler(UnknownReference)
+def _unknown_reference(request: HttpRequest, exc: UnknownReference) -> HttpResponse:
+    return api.create_response(request, {"detail": _sentence(exc.message)}, status=404)
+
+
+@api.exception_handler(StateConflict)
+def _conflict(request: HttpRequest, exc: StateConflict) -> HttpResponse:
+    return api.create_response(request, {"detail": _sentence(exc.message)}, status=409)
 
 
 @api.exception_handler(GenerationActive)
@@ -80,14 +119,9 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 
 
 def _target_out(target: ProviderTarget) -> dict:
-    # What a user picks a target by. Its command, URL and key variable are the operator's.
-    return {
-        "id": target.pk,
-        "name": target.name,
-        "kind": target.kind,
-        "model": target.model,
-        "fallbacks": selectors.target_fallback_ids(target=target),
-    }
+    # What a person picks a target by: its name and model. How it runs (kind, agent, base URL,
+    # key variable, fallbacks) is the operator's business and stays in the admin.
+    return {"id": target.pk, "name": target.name, "model": target.model}
 
 
 def _task_out(task: Task) -> dict:
@@ -110,46 +144,47 @@ def _session_out(session: Session) -> dict:
     }
 
 
-@api.get("/v1/targets", response=list[TargetOut])
+@api.get("/v1/targets", response={200: list[TargetOut], **AUTH})
 def targets_list(request: HttpRequest) -> list[dict]:
     return [_target_out(t) for t in selectors.targets_all()]
 
 
-@api.post("/v1/targets", response={403: ErrorOut})
+@api.post("/v1/targets", response={403: ErrorOut, **AUTH})
 def targets_create(request: HttpRequest) -> Status:
-    """Always 403: a target's command, URL and key variable decide what the worker runs and where
-    it sends keys and prompts, so only staff set one up, and not through the API."""
+    """Always 403: a target's agent, URL and key variable decide what the worker runs and where
+    it sends keys and prompts, so only staff set one up, and not through the API. The body is
+    never read."""
     return Status(403, TARGETS_ARE_THE_OPERATORS)
 
 
-@api.get("/v1/tasks", response=list[TaskOut])
+@api.get("/v1/tasks", response={200: list[TaskOut], **AUTH})
 def tasks_list(request: HttpRequest) -> list[dict]:
     return [_task_out(t) for t in selectors.tasks_for_user(user=request.auth)]
 
 
-@api.post("/v1/tasks", response={201: TaskOut, 422: ErrorOut})
+@api.post("/v1/tasks", response={201: TaskOut, **AUTH, **FIELDS, **JSON_BODY})
 def tasks_create(request: HttpRequest, payload: TaskIn) -> Status:
     task = services.task_create(owner=request.auth, title=payload.title)
     return Status(201, _task_out(task))
 
 
-@api.post("/v1/sessions", response={201: SessionOut, 422: ErrorOut})
+@api.post("/v1/sessions", response={201: SessionOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING})
 def sessions_create(request: HttpRequest, payload: SessionIn) -> Status:
     target = ProviderTarget.objects.filter(pk=payload.target).first()
     if target is None:
-        raise InvalidInput("target", "unknown target")
+        raise UnknownReference("target", "no such target")
     task = None
     if payload.task is not None:
         task = selectors.task_for_user(user=request.auth, task_id=payload.task)
         if task is None:
-            raise InvalidInput("task", "unknown task")
+            raise UnknownReference("task", "no such task")
     session = services.session_create(
         owner=request.auth, target=target, title=payload.title, task=task
     )
     return Status(201, _session_out(session))
 
 
-@api.get("/v1/sessions/{session_id}", response={200: SessionDetail, 404: ErrorOut})
+@api.get("/v1/sessions/{session_id}", response={200: SessionDetail, **AUTH, **FIELDS, **MISSING})
 def sessions_detail(request: HttpRequest, session_id: int) -> dict:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     return selectors.session_snapshot(session=session)
@@ -157,7 +192,7 @@ def sessions_detail(request: HttpRequest, session_id: int) -> dict:
 
 @api.post(
     "/v1/sessions/{session_id}/prompts",
-    response={202: PromptOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+    response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
 )
 def sessions_prompt(request: HttpRequest, session_id: int, payload: PromptIn) -> Status:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
@@ -165,7 +200,7 @@ def sessions_prompt(request: HttpRequest, session_id: int, payload: PromptIn) ->
     return Status(202, {"generation": generation.number})
 
 
-@api.post("/v1/sessions/{session_id}/stop", response={200: StopOut, 404: ErrorOut})
+@api.post("/v1/sessions/{session_id}/stop", response={200: StopOut, **AUTH, **FIELDS, **MISSING})
 def sessions_stop(request: HttpRequest, session_id: int) -> dict:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     generation = services.session_stop(session=session, user=request.auth)
@@ -174,13 +209,18 @@ def sessions_stop(request: HttpRequest, session_id: int) -> dict:
     return {"generation": generation.number, "state": generation.state}
 
 
-@api.get("/v1/sessions/{session_id}/events", response={200: list[EventOut], 404: ErrorOut})
+@api.get(
+    "/v1/sessions/{session_id}/events",
+    response={200: list[EventOut], **AUTH, **FIELDS, **MISSING},
+)
 def sessions_events(request: HttpRequest, session_id: int, after: int = 0) -> list[dict]:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     return selectors.events_after(session=session, after_seq=max(after, 0), limit=EVENTS_PAGE_LIMIT)
 
 
-@api.post("/v1/sessions/{session_id}/cancel-retry", response={200: CancelRetryOut})
+@api.post(
+    "/v1/sessions/{session_id}/cancel-retry", response={200: CancelRetryOut, **AUTH, **FIELDS}
+)
 def sessions_cancel_retry(request: HttpRequest, session_id: int) -> dict:
     # Deliberately no 404: a foreign or unknown session answers exactly like one without a loop.
     actions = recovery_services.retry_cancel(session_id=session_id, user=request.auth)
@@ -189,7 +229,7 @@ def sessions_cancel_retry(request: HttpRequest, session_id: int) -> dict:
 
 @api.post(
     "/v1/sessions/{session_id}/recover",
-    response={202: PromptOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+    response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
 )
 def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) -> Status:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
@@ -201,7 +241,7 @@ def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) 
 
 @api.post(
     "/v1/sessions/{session_id}/regenerate",
-    response={202: PromptOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+    response={202: PromptOut, **AUTH, **FIELDS, **MISSING, **CONFLICT},
 )
 def sessions_regenerate(request: HttpRequest, session_id: int) -> Status:
     """Answer the last prompt again; the earlier answer is kept, labelled replaced."""
@@ -212,7 +252,7 @@ def sessions_regenerate(request: HttpRequest, session_id: int) -> Status:
 
 @api.post(
     "/v1/sessions/{session_id}/edit",
-    response={202: PromptOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+    response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
 )
 def sessions_edit(request: HttpRequest, session_id: int, payload: PromptIn) -> Status:
     """Send an edited version of the last prompt; the earlier one and its answer are kept,
@@ -222,11 +262,38 @@ def sessions_edit(request: HttpRequest, session_id: int, payload: PromptIn) -> S
     return Status(202, {"generation": generation.number})
 
 
-@api.patch("/v1/sessions/{session_id}", response={200: SessionOut, 404: ErrorOut, 422: ErrorOut})
+@api.patch(
+    "/v1/sessions/{session_id}",
+    response={200: SessionOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING},
+)
 def sessions_update(request: HttpRequest, session_id: int, payload: SessionPatchIn) -> dict:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     target = ProviderTarget.objects.filter(pk=payload.target).first()
     if target is None:
-        raise InvalidInput("target", "unknown target")
-    session = recovery_services.session_target_set(session=session, user=request.auth, target=target)
+        raise UnknownReference("target", "no such target")
+    session = recovery_services.session_target_set(
+        session=session, user=request.auth, target=target
+    )
     return _session_out(session)
+
+
+@api.get("/v1/tokens", response={200: list[ApiTokenOut], **AUTH})
+def tokens_list(request: HttpRequest) -> list[dict]:
+    """The caller's own tokens that are not revoked: never the token itself, only its prefix."""
+    return [
+        {
+            "id": t.pk,
+            "prefix": t.prefix,
+            "label": t.label,
+            "created": t.created_at,
+            "last_used": t.last_used_at,
+            "expires": t.expires_at,
+        }
+        for t in selectors.api_tokens_for_user(user=request.auth)
+    ]
+
+
+@api.delete("/v1/tokens/{token_id}", response={204: None, **AUTH, **FIELDS, **MISSING})
+def tokens_revoke(request: HttpRequest, token_id: int) -> Status:
+    api_token_revoke(user=request.auth, token_id=token_id)
+    return Status(204, None)

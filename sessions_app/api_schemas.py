@@ -2,11 +2,65 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from django.conf import settings
 from ninja import Schema
-from pydantic import Field
+from pydantic import BeforeValidator, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from sessions_app import text_rules
+
+
+def _refusing(problem: Callable[[str], str | None], *, pattern: str, description: str) -> Any:
+    """A str field checked by a text rule before pydantic's own checks, so the 422 names the
+    field with the rule's words; its pattern puts the same rule in the OpenAPI document."""
+
+    def check(value: object) -> object:
+        if isinstance(value, str):
+            message = problem(value)
+            if message is not None:
+                raise PydanticCustomError("text_refused", message)
+        return value
+
+    return (
+        BeforeValidator(check),
+        Field(description=description, json_schema_extra={"pattern": pattern}),
+    )
+
+
+Name = Annotated[
+    str,
+    *_refusing(
+        text_rules.name_problem,
+        pattern=text_rules.NAME_PATTERN,
+        description="One line, not blank; no control, bidirectional-override or lone surrogate"
+        " characters.",
+    ),
+]
+PromptText = Annotated[
+    str,
+    *_refusing(
+        text_rules.text_problem,
+        pattern=text_rules.TEXT_PATTERN,
+        description="Not blank; no NUL and no lone surrogate characters.",
+    ),
+]
+
+
+class BodyIn(Schema):
+    """A request body: a JSON object, nothing else. It replaces ninja's root validator, which
+    reads fields off any value as attributes (meant for ORM objects): a body of "AAA" made a task
+    titled "Aaa", from str.title."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _run_root_validator(cls, values: Any, handler: Any, info: Any) -> Any:
+        if not isinstance(values, dict):
+            raise PydanticCustomError("model_type", "Input should be a JSON object")
+        return handler(values)
 
 
 class TargetOut(Schema):
@@ -15,13 +69,11 @@ class TargetOut(Schema):
 
     id: int
     name: str
-    kind: str
     model: str
-    fallbacks: list[int]
 
 
-class TaskIn(Schema):
-    title: str = Field(min_length=1, max_length=200)
+class TaskIn(BodyIn):
+    title: Name = Field(min_length=1, max_length=200)
 
 
 class TaskOut(Schema):
@@ -32,9 +84,9 @@ class TaskOut(Schema):
     sessions: list[int]
 
 
-class SessionIn(Schema):
+class SessionIn(BodyIn):
     target: int
-    title: str = Field(min_length=1, max_length=200)
+    title: Name = Field(min_length=1, max_length=200)
     task: int | None = None
 
 
@@ -88,8 +140,8 @@ class SessionDetail(Schema):
     last_seq: int
 
 
-class PromptIn(Schema):
-    text: str
+class PromptIn(BodyIn):
+    text: PromptText = Field(min_length=1, max_length=settings.KANDEV_MAX_PROMPT_CHARS)
 
 
 class PromptOut(Schema):
@@ -105,11 +157,11 @@ class CancelRetryOut(Schema):
     recovery_actions: list[str]
 
 
-class RecoverIn(Schema):
+class RecoverIn(BodyIn):
     action: Literal["resume", "fresh"]
 
 
-class SessionPatchIn(Schema):
+class SessionPatchIn(BodyIn):
     target: int
 
 
@@ -119,5 +171,26 @@ class EventOut(Schema):
     payload: dict[str, Any]
 
 
+class ApiTokenOut(Schema):
+    id: int
+    prefix: str = Field(description="The token's first characters, to tell tokens apart")
+    label: str
+    created: datetime
+    last_used: datetime | None
+    expires: datetime | None = Field(description="Refused from then on; null: never expires")
+
+
 class ErrorOut(Schema):
-    detail: Any
+    detail: str
+
+
+class FieldErrorOut(Schema):
+    type: str
+    loc: list[str | int] = Field(
+        description='Where: ["body", ..., "title"], ["path", "session_id"]'
+    )
+    msg: str
+
+
+class ValidationErrorOut(Schema):
+    detail: list[FieldErrorOut]

@@ -15,14 +15,23 @@ Protocol (server frames are HTML for htmx's ws extension, see frames.py):
 4. Live: group pushes with seq <= what this socket already sent are dropped (dedupe); a seq that
    skips ahead means a push was lost, so the missing events are read from Postgres.
 
-Malformed frames (not JSON, not an object, unknown type, binary, larger than
-KANDEV_MAX_WS_FRAME_BYTES) get an error frame; the socket stays open.
+Every frame sent is at most frames.MAX_FRAME_BYTES: a replay goes out as several frames of whole
+events, and a frame still larger (a long transcript's snapshot, a long answer) in parts that
+static/js/live.js joins (see frames.py).
+
+Malformed frames (not JSON, nested deeper than socket_limits.MAX_FRAME_DEPTH, not an object,
+unknown type, binary, larger than KANDEV_MAX_WS_FRAME_BYTES) get an error frame; the socket stays
+open. Frames over Daphne's own limit (1 MiB) never get here: the transport closes with 1009.
+Snapshot and resume requests cost a token of a per-socket bucket (KANDEV_WS_SYNC_BURST, refilled
+at KANDEV_WS_SYNCS_PER_MINUTE): a client asking faster gets a ``rate_limited`` error frame, so one
+page cannot make the server render snapshots as fast as it can send.
 """
 
 from __future__ import annotations
 
-import json
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -32,9 +41,16 @@ from django.conf import settings
 
 from sessions_app.errors import SessionNotFound
 from sessions_app.events import group_name
-from sessions_app.frames import error_frame, events_frame, snapshot_frame
+from sessions_app.frames import (
+    error_frame,
+    events_frame,
+    events_frames,
+    frame_parts,
+    snapshot_frame,
+)
 from sessions_app.models import Session
 from sessions_app.selectors import events_after, session_for_user, session_snapshot
+from sessions_app.socket_limits import FrameRefused, TokenBucket, frame_parse
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -51,18 +67,19 @@ def _query_last_seq(query_string: bytes) -> int | None:
 
 
 class _FrameCache:
-    """The frame of one live event, rendered once per process instead of once per viewer: all
-    viewers of a session in this Daphne get the same bytes. Bounded; only a cache, never state."""
+    """The frame of one live event (its parts on the wire), rendered once per process instead of
+    once per viewer: all viewers of a session in this Daphne get the same bytes. Bounded; only a
+    cache, never state."""
 
     def __init__(self, *, size: int) -> None:
         self._size = size
-        self._frames: OrderedDict[tuple[int, int, str], str] = OrderedDict()
+        self._frames: OrderedDict[tuple[int, int, str], list[str]] = OrderedDict()
 
-    def frame(self, *, session_id: int, event: dict[str, Any]) -> str:
+    def frame(self, *, session_id: int, event: dict[str, Any]) -> list[str]:
         key = (session_id, event["seq"], event["event"])
         frame = self._frames.get(key)
         if frame is None:
-            frame = events_frame(session_id=session_id, events=[event])
+            frame = frame_parts(events_frame(session_id=session_id, events=[event]))
             self._frames[key] = frame
             if len(self._frames) > self._size:
                 self._frames.popitem(last=False)
@@ -90,6 +107,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
     group: str | None = None
     # The highest seq this socket has brought the browser to; None until the first sync.
     sent_seq: int | None = None
+
+    def __init__(self, *args: Any, clock: Callable[[], float] = time.monotonic, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.sync_requests = TokenBucket(
+            capacity=settings.KANDEV_WS_SYNC_BURST,
+            per_second=settings.KANDEV_WS_SYNCS_PER_MINUTE / 60,
+            clock=clock,
+        )
 
     async def connect(self) -> None:
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
@@ -121,11 +146,12 @@ class SessionConsumer(AsyncWebsocketConsumer):
                 session_id=self.session_id, after_seq=after_seq
             )
         if kind == "snapshot":
-            await self.send(text_data=snapshot_frame(snapshot=data))
+            await self._send_parts(frame_parts(snapshot_frame(snapshot=data)))
             self.sent_seq = data["last_seq"]
             return
         if data:
-            await self.send(text_data=events_frame(session_id=self.session_id, events=data))
+            for frame in events_frames(session_id=self.session_id, events=data):
+                await self._send_parts(frame_parts(frame))
             self.sent_seq = data[-1]["seq"]
         else:
             self.sent_seq = after_seq
@@ -141,8 +167,14 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.sync(after_seq=self.sent_seq)
             return
         event = {"seq": seq, "event": message["event"], "payload": message["payload"]}
-        await self.send(text_data=_live_frames.frame(session_id=self.session_id, event=event))
+        await self._send_parts(_live_frames.frame(session_id=self.session_id, event=event))
         self.sent_seq = seq
+
+    async def _send_parts(self, parts: list[str]) -> None:
+        """One frame's parts (frames.frame_parts), back to back: nothing else is sent between
+        them, since a consumer handles one message at a time."""
+        for part in parts:
+            await self.send(text_data=part)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.sent_seq is None:
@@ -155,17 +187,18 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self._error("binary", "Binary frames are not supported.")
             return
         try:
-            frame = json.loads(text_data or "")
-        except ValueError:
-            await self._error("bad_json", "Frame is not valid JSON.")
-            return
-        if not isinstance(frame, dict):
-            await self._error("bad_frame", "Frame must be a JSON object.")
+            frame = frame_parse(text_data or "")
+        except FrameRefused as refused:
+            await self._error(refused.code, refused.message)
             return
         await self._dispatch(frame)
 
     async def _dispatch(self, frame: dict[str, Any]) -> None:
         kind = frame.get("type")
+        if kind in ("resume", "snapshot") and not self.sync_requests.take():
+            wait = max(1, round(self.sync_requests.seconds_until_next()))
+            await self._error("rate_limited", f"Too many snapshot requests; ask again in {wait} s.")
+            return
         if kind == "resume":
             last_seq = frame.get("last_seq")
             if not isinstance(last_seq, int) or isinstance(last_seq, bool):

@@ -1,7 +1,8 @@
 """Domain errors raised by services and selectors.
 
 Views, consumers and the API translate them (SessionNotFound -> 404, GenerationActive -> 409,
-InvalidInput -> 422); services never return half-done work instead of raising.
+InvalidInput -> 422, its UnknownReference -> 404 and StateConflict -> 409); services never return
+half-done work instead of raising.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ class DomainError(Exception):
 
 class SessionNotFound(DomainError):
     """Unknown *and* foreign sessions alike, so nobody can probe which ids exist."""
+
+
+class TokenNotFound(DomainError):
+    """Unknown, foreign and revoked API tokens alike."""
 
 
 class GenerationActive(DomainError):
@@ -31,3 +36,14 @@ class InvalidInput(DomainError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class UnknownReference(InvalidInput):
+    """A well-formed field names something that does not exist or is not the caller's (a target
+    id, a task id). Pages show it on the field; the API answers 404, since no schema can tell
+    which ids exist."""
+
+
+class StateConflict(InvalidInput):
+    """A well-formed request that the current state refuses (a duplicate name, nothing to
+    re-run yet). Pages show it on the field; the API answers 409."""

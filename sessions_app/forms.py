@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.core.validators import ProhibitNullCharactersValidator
 
 from sessions_app.models import ProviderTarget
 
@@ -17,3 +18,11 @@ class SessionCreateForm(forms.Form):
 class PromptForm(forms.Form):
     # strip=False: the service trims and rejects blank text with the message the API gives too.
     text = forms.CharField(required=False, strip=False, max_length=settings.KANDEV_MAX_PROMPT_CHARS)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # NUL too is the service's to refuse (sessions_app/text_rules.py), in the API's words.
+        field = self.fields["text"]
+        field.validators = [
+            v for v in field.validators if not isinstance(v, ProhibitNullCharactersValidator)
+        ]

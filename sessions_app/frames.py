@@ -19,6 +19,16 @@ Notices: the retry banner counts down in the browser. Every rendering of a notic
 ``data-retry-at-ms``, so each browser measures its clock offset on receipt and every device shows
 the same remaining time without a write per second.
 
+Size: Daphne refuses to send a websocket message over 1 MiB and closes the socket with 1011, and
+the page would ask again from the same point and get the same frame. So no frame is larger than
+``MAX_FRAME_BYTES``: ``events_frames`` packs a replay into as many frames as it takes (each one
+a run of whole events with its own header, so a page that loses the socket half-way resumes from
+the last one it applied), and ``frame_parts`` cuts any frame still too large (a snapshot of a long
+transcript, one long append, a long finished answer's re-render) into parts,
+``<!--ws-part I/N-->`` followed by the next slice of the frame. live.js joins the N parts of one
+frame and applies them as that one frame; parts of one frame are sent back to back on one socket,
+and a socket that drops half-way forgets its parts (the resume sends the frame again).
+
 This module is pure rendering (no database): consumers call it in the event loop.
 """
 
@@ -37,10 +47,18 @@ from sessions_app import events as ev
 KIND_SNAPSHOT = "snapshot"
 KIND_EVENTS = "events"
 
+# The largest websocket frame the server sends, in UTF-8 bytes. Daphne (autobahn) refuses any
+# over 1 MiB (1,048,576 bytes); a quarter of that leaves room for a proxy with a smaller limit
+# and keeps one frame's parse in the browser short.
+MAX_FRAME_BYTES = 256 * 1024
+_PART_PREFIX = "<!--ws-part {}/{}-->"
+# Room for the prefix of any part: "<!--ws-part 99999/99999-->" is 26 bytes.
+_PART_BUDGET = MAX_FRAME_BYTES - 32
 _HEADER = (
     '<span id="ws-seq" data-kind="{}" data-from="{}" data-seq="{}" hx-swap-oob="true" hidden>'
     "</span>"
 )
+_HEADER_BYTES = len(_HEADER) + 40  # with two 20-digit seqs, an upper bound
 
 
 def frame_header(*, kind: str, first_seq: int, last_seq: int) -> str:
@@ -74,6 +92,51 @@ def events_frame(
     header = frame_header(kind=KIND_EVENTS, first_seq=events[0]["seq"], last_seq=events[-1]["seq"])
     frame = _Frame(session_id=session_id, now_ms=now_ms or wall_clock_ms())
     return header + "".join(_event_html(frame, e["event"], e["payload"]) for e in events)
+
+
+def events_frames(
+    *, session_id: int, events: Sequence[dict[str, Any]], now_ms: int | None = None
+) -> list[str]:
+    """A run of consecutive events as frames of whole events, each under MAX_FRAME_BYTES when its
+    events allow (one event larger than that is a frame of its own, for frame_parts to cut)."""
+    frame = _Frame(session_id=session_id, now_ms=now_ms or wall_clock_ms())
+    budget = _PART_BUDGET - _HEADER_BYTES
+    runs: list[list[tuple[int, str]]] = []
+    size = 0
+    for event in events:
+        body = _event_html(frame, event["event"], event["payload"])
+        body_size = len(body.encode())
+        if not runs or size + body_size > budget:
+            runs.append([])
+            size = 0
+        runs[-1].append((event["seq"], body))
+        size += body_size
+    return [_events_frame_of(run) for run in runs]
+
+
+def _events_frame_of(run: list[tuple[int, str]]) -> str:
+    header = frame_header(kind=KIND_EVENTS, first_seq=run[0][0], last_seq=run[-1][0])
+    return header + "".join(body for _, body in run)
+
+
+def frame_parts(frame: str) -> list[str]:
+    """``frame`` as it goes on the wire: itself when it fits MAX_FRAME_BYTES, else parts that do.
+    Cuts fall between characters (never inside a UTF-8 sequence), so each part is valid text."""
+    if len(frame) * 4 <= _PART_BUDGET:
+        return [frame]
+    data = frame.encode()
+    if len(data) <= MAX_FRAME_BYTES:
+        return [frame]
+    slices: list[str] = []
+    start = 0
+    while start < len(data):
+        end = min(start + _PART_BUDGET, len(data))
+        while end < len(data) and data[end] & 0xC0 == 0x80:  # a continuation byte
+            end -= 1
+        slices.append(data[start:end].decode())
+        start = end
+    count = len(slices)
+    return [_PART_PREFIX.format(i, count) + part for i, part in enumerate(slices, start=1)]
 
 
 def error_frame(*, code: str, message: str) -> str:

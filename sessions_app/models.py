@@ -224,13 +224,17 @@ class Note(models.Model):
 
 
 class ApiToken(models.Model):
-    """A bearer token for the JSON API. Only its SHA-256 digest is stored."""
+    """A bearer token for the JSON API. Only its SHA-256 digest is stored. It works until it is
+    revoked (by its owner or staff) or its optional expiry passes; the row stays for the record."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     digest = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12)  # shown in admin to tell tokens apart
+    label = models.CharField(max_length=100, blank=True)  # the owner's note: "laptop", "ci"
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"

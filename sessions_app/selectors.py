@@ -12,6 +12,7 @@ from recovery import wording
 from sessions_app.errors import SessionNotFound
 from sessions_app.ladder.models import RetryNotice
 from sessions_app.models import (
+    ApiToken,
     Message,
     PromptGeneration,
     ProviderTarget,
@@ -72,12 +73,14 @@ def task_for_user(*, user: AbstractBaseUser, task_id: int) -> Task | None:
     return tasks_for_user(user=user).filter(pk=task_id).first()
 
 
+def api_tokens_for_user(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
+    """The user's tokens that are not revoked (expired ones included: they say so), newest
+    first."""
+    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).order_by("-created_at", "-id")
+
+
 def targets_all() -> QuerySet[ProviderTarget]:
-    return ProviderTarget.objects.prefetch_related("fallback_links")
-
-
-def target_fallback_ids(*, target: ProviderTarget) -> list[int]:
-    return [link.fallback_id for link in target.fallback_links.all()]
+    return ProviderTarget.objects.all()
 
 
 def target_fallback_names(*, target: ProviderTarget) -> list[str]:

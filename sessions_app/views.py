@@ -29,6 +29,14 @@ from sessions_app.services.recovery import retry_cancel, session_recover, sessio
 NOT_FOUND = "No such session."
 
 
+def login_locked_out(request: HttpRequest, *_axes_args: object) -> HttpResponse:
+    """django-axes' lockout answer for both logins (AXES_LOCKOUT_CALLABLE). Axes calls it with two
+    or three arguments depending on the request path; none of them is needed here."""
+    minutes = max(1, round(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
+    context = {"cooloff_minutes": minutes}
+    return render(request, "registration/locked_out.html", context, status=429)
+
+
 def _session_or_404(request: HttpRequest, session_id: int) -> Session:
     try:
         return session_for_user(user=request.user, session_id=session_id)
@@ -76,7 +84,8 @@ def session_new(request: HttpRequest) -> HttpResponse:
             owner=request.user, target=form.cleaned_data["target"], title=form.cleaned_data["title"]
         )
     except InvalidInput as error:
-        form.add_error(error.field if error.field in form.fields else None, error.message)
+        field = error.field if error.field in form.fields else None
+        form.add_error(field, f"{error.field.capitalize()} {error.message}.")
         return _board(request, form, status=422)
     return redirect("session_detail", session_id=session.pk)
 

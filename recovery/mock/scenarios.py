@@ -162,8 +162,13 @@ def stall_after_text(req: ScenarioRequest) -> Plan:
 
 
 def long(req: ScenarioRequest) -> Plan:
+    """`/long:N[:PER_DELTA[:MS]]`: "w0 w1 ... w(N-1) ", PER_DELTA words per delta (1 by default;
+    a multi-megabyte answer in few deltas streams in seconds), MS between deltas (0)."""
     n = _count(req, 5000)
-    return Plan((Start(), Text(tuple(f"w{i} " for i in range(n))), Finish("end_turn")))
+    per_delta = max(1, _int_arg(req, 1, 1))
+    words = [f"w{i} " for i in range(n)]
+    deltas = tuple("".join(words[i : i + per_delta]) for i in range(0, n, per_delta))
+    return Plan((Start(), Text(deltas), Finish("end_turn")), delta_delay_ms=_int_arg(req, 2, 0))
 
 
 def overloaded(req: ScenarioRequest) -> Plan:

@@ -13,11 +13,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessions_app import events as event_names
-from sessions_app.errors import InvalidInput
+from sessions_app.errors import InvalidInput, StateConflict, UnknownReference
 from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
 from sessions_app.selectors import session_switch_targets
 from sessions_app.services.events import event_append
 from sessions_app.target_rules import target_problems
+from sessions_app.text_rules import name_problem, single_line_problem
 
 DIRECT_KINDS = (ProviderTarget.Kind.ANTHROPIC, ProviderTarget.Kind.OPENAI)
 
@@ -26,6 +27,15 @@ def target_fields_check(
     *, kind: str, base_url: str = "", model: str = "", api_key_env: str = "", agent_kind: str = ""
 ) -> None:
     """Raise InvalidInput for the first field the rules or the operator's allowlists refuse."""
+    for field, value in [
+        ("base_url", base_url),
+        ("model", model),
+        ("api_key_env", api_key_env),
+        ("agent_kind", agent_kind),
+    ]:
+        problem = single_line_problem(value)
+        if problem is not None:
+            raise InvalidInput(field, problem)
     if kind == ProviderTarget.Kind.ACP and agent_kind not in ProviderTarget.AgentKind.values:
         kinds = ", ".join(ProviderTarget.AgentKind.values)
         raise InvalidInput("agent_kind", f"ACP targets name an agent kind: one of {kinds}")
@@ -40,6 +50,14 @@ def target_fields_check(
         raise InvalidInput("model", "is required for direct provider targets")
 
 
+def _check_name(field: str, value: str) -> str:
+    """``value`` stripped, or InvalidInput when it cannot be a name (see text_rules)."""
+    problem = name_problem(value)
+    if problem is not None:
+        raise InvalidInput(field, problem)
+    return value.strip()
+
+
 def target_create(
     *,
     name: str,
@@ -52,9 +70,7 @@ def target_create(
 ) -> ProviderTarget:
     """Create a provider target with its ordered fallbacks (ids of existing targets). For staff
     only: no view or API endpoint calls it."""
-    name = name.strip()
-    if not name:
-        raise InvalidInput("name", "must not be empty")
+    name = _check_name("name", name)
     target_fields_check(
         kind=kind, base_url=base_url, model=model, api_key_env=api_key_env, agent_kind=agent_kind
     )
@@ -63,11 +79,11 @@ def target_create(
         raise InvalidInput("fallbacks", "must not name a target twice")
     with transaction.atomic():
         if ProviderTarget.objects.filter(name=name).exists():
-            raise InvalidInput("name", "a target with this name already exists")
+            raise StateConflict("name", "a target with this name already exists")
         known = set(ProviderTarget.objects.filter(pk__in=fallback_ids).values_list("pk", flat=True))
         unknown = [str(i) for i in fallback_ids if i not in known]
         if unknown:
-            raise InvalidInput("fallbacks", f"unknown target ids: {', '.join(unknown)}")
+            raise UnknownReference("fallbacks", f"no such target: {', '.join(unknown)}")
         target = ProviderTarget.objects.create(
             name=name,
             kind=kind,
@@ -118,9 +134,7 @@ def target_update(
 
 
 def task_create(*, owner: AbstractBaseUser, title: str) -> Task:
-    title = title.strip()
-    if not title:
-        raise InvalidInput("title", "must not be empty")
+    title = _check_name("title", title)
     if len(title) > Task._meta.get_field("title").max_length:
         raise InvalidInput("title", "is too long")
     return Task.objects.create(owner=owner, title=title)
@@ -130,11 +144,9 @@ def session_create(
     *, owner: AbstractBaseUser, target: ProviderTarget, title: str, task: Task | None = None
 ) -> Session:
     """Open a session on ``target``; without a task, one is created from the title."""
-    title = title.strip()
-    if not title:
-        raise InvalidInput("title", "must not be empty")
+    title = _check_name("title", title)
     if task is not None and task.owner_id != owner.pk:
-        raise InvalidInput("task", "unknown task")
+        raise UnknownReference("task", "no such task")
     with transaction.atomic():
         if task is None:
             task = task_create(owner=owner, title=title)

@@ -29,7 +29,13 @@ from recovery import wording
 from recovery.redact import redact_credentials
 from sessions_app import events as event_names
 from sessions_app.enqueue import generation_enqueue
-from sessions_app.errors import GenerationActive, InvalidInput, RetryWaiting, SessionNotFound
+from sessions_app.errors import (
+    GenerationActive,
+    InvalidInput,
+    RetryWaiting,
+    SessionNotFound,
+    StateConflict,
+)
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import user_may_view
@@ -37,6 +43,7 @@ from sessions_app.services.board import session_state_set
 from sessions_app.services.events import event_append
 from sessions_app.services.loops import loop_finish, loops_disarm
 from sessions_app.services.messages import message_create, message_finish, message_update
+from sessions_app.text_rules import text_problem
 
 State = PromptGeneration.State
 
@@ -93,8 +100,11 @@ def prompt_text_clean(text: str) -> str:
     replaced by the credential tier before anything is written: secrets never reach the database,
     the event log, the viewers or a provider in clear.
     """
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
         raise InvalidInput("text", "must not be empty")
+    problem = text_problem(text)
+    if problem is not None:
+        raise InvalidInput("text", problem)
     if len(text) > settings.KANDEV_MAX_PROMPT_CHARS:
         raise InvalidInput("text", f"must be at most {settings.KANDEV_MAX_PROMPT_CHARS} characters")
     return redact_credentials(text.strip())
@@ -165,7 +175,7 @@ def answer_regenerate(*, session: Session, user: AbstractBaseUser) -> PromptGene
         _refuse_while_active(session=locked)
         prompt = _last_prompt(session=locked)
         if prompt is None:
-            raise InvalidInput("action", wording.NOTHING_TO_RERUN)
+            raise StateConflict("action", wording.NOTHING_TO_RERUN)
         _rows_replace(
             rows=Message.objects.filter(session=locked, id__gt=prompt.pk).select_related(
                 "session", "generation"
@@ -190,7 +200,7 @@ def prompt_edit(*, session: Session, user: AbstractBaseUser, text: str) -> Promp
         _refuse_while_active(session=locked)
         prompt = _last_prompt(session=locked)
         if prompt is None:
-            raise InvalidInput("text", "there is no message to edit yet")
+            raise StateConflict("text", "there is no message to edit yet")
         _rows_replace(
             rows=Message.objects.filter(session=locked, id__gte=prompt.pk).select_related(
                 "session", "generation"

@@ -8,7 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from recovery import wording
-from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound, StateConflict
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, Session
 from sessions_app.selectors import session_switch_targets, user_may_view
 from sessions_app.services.board import session_state_set
@@ -62,7 +62,7 @@ def session_recover(*, session: Session, user: AbstractBaseUser, action: str) ->
             Message.objects.filter(session=locked, role=Message.Role.USER).order_by("-id").first()
         )
         if last_prompt is None:
-            raise InvalidInput("action", wording.NOTHING_TO_RERUN)
+            raise StateConflict("action", wording.NOTHING_TO_RERUN)
         loops_disarm(session_id=locked.pk)
         mode = PromptGeneration.Mode.RESUME if action == "resume" else PromptGeneration.Mode.FRESH
         if action == "resume":

@@ -4,6 +4,10 @@
  *   #ws-seq[data-seq], kept current by the header element each server frame swaps in.
  * - Frames already applied (an events frame ending at or before N) are dropped; a frame that
  *   starts beyond N+1 means something was missed, so the page asks to resume from N.
+ * - A frame too large for one websocket message comes in parts ("<!--ws-part I/N-->" and a slice
+ *   of it, back to back; see sessions_app/frames.py). They are joined here and the whole frame is
+ *   handed to the ws extension as one message, so everything below sees only whole frames. A new
+ *   socket forgets half-received parts: its resume sends the frame again.
  * - Appends apply only at the offset the page holds for that message (data-len, code points),
  *   so a replayed append never duplicates text.
  * - The socket reconnects after any drop that the extension itself would not retry
@@ -18,7 +22,7 @@
 (function () {
   "use strict";
 
-  var live = { socket: null, closing: false, reconnectTimer: null };
+  var live = { socket: null, closing: false, reconnectTimer: null, parts: null };
   window.kandevLive = live;
 
   function seqEl() { return document.getElementById("ws-seq"); }
@@ -39,6 +43,7 @@
     target.searchParams.set("last_seq", String(currentSeq()));
     // Two retry paths (the extension's and ours) may race; only the newest socket may live.
     var previous = live.socket;
+    live.parts = null;
     live.socket = new WebSocket(target.toString());
     if (previous && previous.readyState <= WebSocket.OPEN) previous.close();
     return live.socket;
@@ -53,11 +58,26 @@
   ];
 
   var HEADER = /^<span id="ws-seq" data-kind="(\w+)" data-from="(\d+)" data-seq="(\d+)"/;
+  var PART = /^<!--ws-part (\d+)\/(\d+)-->/;
   var stickToBottom = true;
 
+  // Collects one frame's parts; with the last one, replays the whole frame on the socket as if it
+  // had come in one message (synchronously, so it keeps its place before the next frame).
+  function takePart(part, message) {
+    var index = parseInt(part[1], 10), count = parseInt(part[2], 10);
+    if (index === 1) live.parts = [];
+    if (!live.parts || live.parts.length !== index - 1) { live.parts = null; return; }
+    live.parts.push(message.slice(part[0].length));
+    if (index < count) return;
+    var whole = live.parts.join("");
+    live.parts = null;
+    live.socket.dispatchEvent(new MessageEvent("message", { data: whole }));
+  }
+
   document.addEventListener("htmx:wsBeforeMessage", function (evt) {
+    var part = PART.exec(evt.detail.message);
+    if (part) { evt.preventDefault(); takePart(part, evt.detail.message); return; }
     var head = HEADER.exec(evt.detail.message);
-    stickToBottom = nearBottom();
     if (!head || head[1] !== "events") return;
     var first = parseInt(head[2], 10), last = parseInt(head[3], 10), have = currentSeq();
     if (last <= have) { evt.preventDefault(); return; }
@@ -89,8 +109,15 @@
     if (box) box.scrollTop = box.scrollHeight;
   }
 
+  // Whether to follow new text is decided when the reader scrolls, and the scroll to the bottom
+  // happens once per painted frame: measuring the page on every websocket frame forced a layout
+  // of the whole transcript each time, which a multi-megabyte answer turned into seconds.
+  var scrollPending = false;
+  document.addEventListener("scroll", function () { stickToBottom = nearBottom(); }, true);
   document.addEventListener("htmx:wsAfterMessage", function () {
-    if (stickToBottom) scrollToBottom();
+    if (!stickToBottom || scrollPending) return;
+    scrollPending = true;
+    requestAnimationFrame(function () { scrollPending = false; if (stickToBottom) scrollToBottom(); });
   });
 
   function showConnection(visible) {

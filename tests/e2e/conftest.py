@@ -32,7 +32,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 USERNAME, PASSWORD = "viewer", "viewer-pass-123"
-LOG_DIR = Path("/tmp")
+LOG_DIR = Path(os.environ.get("KANDEV_E2E_LOG_DIR", "/tmp"))  # one per helper on a shared machine
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,16 +101,22 @@ target_create(name="Mock", kind=ProviderTarget.Kind.MOCK, model="mock-1")
 """
 
 
+@pytest.fixture(scope="module")
+def stack_settings() -> dict[str, str]:
+    """Settings a test module gives its whole stack (override it in the module)."""
+    return {}
+
+
 # Module scope: the stack (and its Celery worker, which answers every control ping on this Redis)
 # is gone before other test modules run, e.g. /healthz's "no worker answers" test.
 @pytest.fixture(scope="module")
-def stack() -> Iterator[Stack]:
-    with running_stack() as started:
+def stack(stack_settings) -> Iterator[Stack]:
+    with running_stack(stack_settings) as started:
         yield started
 
 
 @contextmanager
-def running_stack() -> Iterator[Stack]:
+def running_stack(stack_settings: dict[str, str] | None = None) -> Iterator[Stack]:
     """The whole stack, up and warmed; also what scripts/screenshots.py photographs."""
     base_db = env_str("DATABASE_URL")  # the environment, or what `make run` wrote for its services
     db_name = os.environ.get("KANDEV_TEST_DB_NAME", "test_kandev") + "_e2e"
@@ -128,6 +134,7 @@ def running_stack() -> Iterator[Stack]:
         "KANDEV_RETRY_DELAYS": "1",
         "KANDEV_RETRY_JITTER": "0",
         "KANDEV_RETRY_MAX_ATTEMPTS": "5",
+        **(stack_settings or {}),
     }
     with ExitStack() as cleanup:
         cleanup.callback(database_drop, base_db, db_name)

@@ -82,11 +82,8 @@ def test_the_target_list_shows_a_user_names_and_models_only(owner_api, operators
 
     assert response.status_code == 200
     listed = response.json()
-    assert [(t["name"], t["kind"], t["model"]) for t in listed] == [
-        ("Team agent", "acp", ""),
-        ("Team proxy", "openai", "gpt-team"),
-    ]
-    assert {frozenset(t) for t in listed} == {frozenset({"id", "name", "kind", "model", "fallbacks"})}
+    assert [(t["name"], t["model"]) for t in listed] == [("Team agent", ""), ("Team proxy", "gpt-team")]
+    assert {frozenset(t) for t in listed} == {frozenset({"id", "name", "model"})}
     for text in SET_UP:
         assert text not in response.content.decode()
 
@@ -95,7 +92,7 @@ def test_the_openapi_document_describes_no_way_to_see_or_set_a_targets_set_up():
     document = Client().get("/api/openapi.json").json()
 
     schemas = document["components"]["schemas"]
-    assert set(schemas["TargetOut"]["properties"]) == {"id", "name", "kind", "model", "fallbacks"}
+    assert set(schemas["TargetOut"]["properties"]) == {"id", "name", "model"}
     assert "TargetIn" not in schemas
     assert set(document["paths"]["/api/v1/targets"]["post"]["responses"]) <= {"401", "403"}
 

@@ -136,6 +136,8 @@ def test_staff_add_a_target_in_the_admin(staff_browser):
     [
         ({"api_key_env": "SECRET_KEY"}, "SECRET_KEY is not a provider key variable"),
         ({"base_url": "http://127.0.0.2:8765"}, "127.0.0.2:8765, which is not an allowed"),
+        ({"name": "Claude\u202eedualc"}, "bidirectional-override characters (found U+202E)"),
+        ({"model": "claude\u2066x"}, "bidirectional-override characters (found U+2066)"),
     ],
 )
 def test_the_admin_refuses_what_the_allowlists_refuse_with_the_reason(staff_browser, fields, why):

@@ -67,3 +67,10 @@ def test_docker_compose_accepts_the_file():
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+
+
+def test_the_containers_have_no_default_secret_key():
+    # `${SECRET_KEY:?...}`: compose refuses to start without one; a written-in default would be
+    # a key anyone with the source knows.
+    secret = compose_services()["web"]["environment"]["SECRET_KEY"]
+    assert secret.startswith("${SECRET_KEY:?")

@@ -235,6 +235,13 @@ def test_long_streams_the_requested_number_of_deltas(mock_provider: MockProvider
     assert error is None and len(text.split()) == 300
 
 
+def test_long_puts_as_many_words_in_a_delta_as_asked(mock_provider: MockProvider) -> None:
+    kinds, text, error = run_anthropic(mock_provider, "/long:1000:300")
+    assert error is None
+    assert text == "".join(f"w{i} " for i in range(1000))
+    assert kinds.count("content_block_delta") == 4  # 300, 300, 300 and 100 words
+
+
 def test_a_request_without_credentials_is_refused_like_the_real_api(
     mock_provider: MockProvider,
 ) -> None:
