@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0004_providertarget_agent_kind'),
+        ('sessions_app', '0005_apitoken_expiry_revocation'),
     ]
 
     operations = [
