@@ -25,7 +25,7 @@ PYTEST_ARGS ?=
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker superuser highlight-css
+.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker superuser highlight-css screenshots
 
 help:
 	@echo "make run           start the app (embedded Postgres/Redis unless DATABASE_URL/REDIS_URL are set)"
@@ -40,6 +40,7 @@ help:
 	@echo "make worker        an extra Celery worker against the running app's services"
 	@echo "make superuser     create an admin (staff) login of your own, asked for interactively"
 	@echo "make highlight-css regenerate static/css/highlight.css (code colours) from Pygments"
+	@echo "make screenshots   retake the README's screenshots (docs/screenshots/) in a real browser"
 	@echo "make install       sync .venv with uv.lock and node_modules with package-lock.json (run by the others)"
 
 install: $(STAMP) $(NPM_STAMP)
@@ -110,6 +111,10 @@ lint: install
 # Committed, so `make run` needs no build step; a test fails when the file and the styles drift.
 highlight-css: install
 	$(PY) -c 'from sessions_app.templatetags.answers import highlight_css; print(highlight_css(), end="")' > static/css/highlight.css
+
+# The README's pictures, taken from the real page by the browser-test stack (scripts/screenshots.py).
+screenshots: install
+	$(WITH_SERVICES) $(PY) scripts/screenshots.py
 
 shell: install
 	$(PY) manage.py shell

@@ -294,3 +294,36 @@ def shared_trouble_reason(code: str) -> str:
 def deferred_message(reason: str, *, wait_s: float, attempt: int, max_attempts: int) -> str:
     """A turn that waits for the target's health before its next call."""
     return f"{reason}. Retrying in {duration_phrase(wait_s)} (attempt {attempt} of {max_attempts})."
+# ---- the composer and the transcript around a retry or a re-run --------------------------------
+
+STILL_WORKING = "The agent is still working. Wait for it to finish or press Stop."
+# A new prompt never silently drops a scheduled retry (it used to, and the banner restarted at
+# attempt 1): the person cancels the retry first, with Stop or the banner's Cancel, which are the
+# same action while a retry waits.
+RETRY_PENDING = (
+    "A retry of your last message is scheduled. Press Cancel (or Stop) to drop it, then send "
+    "your new message; it is kept in the box."
+)
+NOTHING_TO_RERUN = "there is no prompt to re-run yet"
+NEW_CONTEXT = "New context: the messages above are not sent to the agent."
+SUPERSEDED_BY_RESUME = "Superseded: Resume ran this turn again below."
+REPLACED_SUMMARY = {
+    "regenerate": "Earlier answer, replaced by Regenerate",
+    "edit": "Earlier version, replaced by your edit",
+}
+
+
+def replaced_summary(reason: str) -> str:
+    """The closed disclosure an answer (or prompt) replaced by Regenerate or an edit sits behind,
+    so the transcript never shows two answers to one question side by side."""
+    return REPLACED_SUMMARY.get(reason, "Earlier version")
+
+
+def recovered_line(code: str, *, retries: int) -> str:
+    """The quiet line under an answer that arrived only after automatic retries."""
+    noun = "retry" if retries == 1 else "retries"
+    try:
+        reason = _reason(Code(code)).lower()
+    except ValueError:
+        return f"Recovered after {retries} {noun}."
+    return f"Recovered after {retries} {noun} ({reason})."

@@ -22,6 +22,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Status
 
+from recovery import wording
 from sessions_app import selectors, services
 from sessions_app.api_auth import BearerTokenAuth, api_token_revoke
 from sessions_app.api_schemas import (
@@ -46,6 +47,7 @@ from sessions_app.api_schemas import (
 from sessions_app.errors import (
     GenerationActive,
     InvalidInput,
+    RetryWaiting,
     SessionNotFound,
     StateConflict,
     TokenNotFound,
@@ -53,6 +55,7 @@ from sessions_app.errors import (
 )
 from sessions_app.models import ProviderTarget, Session, Task
 from sessions_app.services import board as board_services
+from sessions_app.services import generations
 from sessions_app.services import recovery as recovery_services
 
 api = NinjaAPI(
@@ -107,6 +110,8 @@ def _conflict(request: HttpRequest, exc: StateConflict) -> HttpResponse:
 @api.exception_handler(GenerationActive)
 def _busy(request: HttpRequest, exc: GenerationActive) -> HttpResponse:
     detail = "A prompt is already running in this session; stop it or wait for it to finish."
+    if isinstance(exc, RetryWaiting):
+        detail = wording.RETRY_PENDING
     return api.create_response(request, {"detail": detail}, status=409)
 
 
@@ -249,6 +254,29 @@ def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) 
     generation = recovery_services.session_recover(
         session=session, user=request.auth, action=payload.action
     )
+    return Status(202, {"generation": generation.number})
+
+
+@api.post(
+    "/v1/sessions/{session_id}/regenerate",
+    response={202: PromptOut, **AUTH, **FIELDS, **MISSING, **CONFLICT},
+)
+def sessions_regenerate(request: HttpRequest, session_id: int) -> Status:
+    """Answer the last prompt again; the earlier answer is kept, labelled replaced."""
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    generation = generations.answer_regenerate(session=session, user=request.auth)
+    return Status(202, {"generation": generation.number})
+
+
+@api.post(
+    "/v1/sessions/{session_id}/edit",
+    response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
+)
+def sessions_edit(request: HttpRequest, session_id: int, payload: PromptIn) -> Status:
+    """Send an edited version of the last prompt; the earlier one and its answer are kept,
+    labelled replaced."""
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    generation = generations.prompt_edit(session=session, user=request.auth, text=payload.text)
     return Status(202, {"generation": generation.number})
 
 

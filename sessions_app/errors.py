@@ -24,6 +24,11 @@ class GenerationActive(DomainError):
     """A prompt is already queued or running in this session."""
 
 
+class RetryWaiting(GenerationActive):
+    """A failed turn is waiting to retry: a new prompt is refused until the retry is cancelled
+    (Stop or the banner's Cancel) or has run, so a pending retry is never dropped silently."""
+
+
 class InvalidInput(DomainError):
     """A write was refused because a field is wrong. ``field`` names it for 422 responses."""
 

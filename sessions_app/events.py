@@ -12,9 +12,11 @@ Payloads:
   message.updated   {"message": MessageDict}          full replacement (final text, status, flags)
   message.deleted   {"ids": [int, ...]}                retraction; late viewers converge
   session.updated   {"state": str, "recovery_actions": [str, ...], "explanation"?: str,
-                     "queue"?: QueueDict}
-                    ``explanation`` (redacted) only when the session needs attention; ``queue``
-                    only while it is queued (its place in line; sent again when that moves)
+                     "queue"?: QueueDict,
+                     "switch_targets"?: [{"id": int, "name": str}, ...]}
+                    ``explanation`` (redacted) and ``switch_targets`` (the card's "Try another
+                    target" choices) only when the session needs attention; ``queue`` only while
+                    it is queued (its place in line; sent again when that moves)
   generation.updated {"number": int, "state": str}
   notice.upserted   {"notice": NoticeDict}             retry banner (visible ladder)
   notice.deleted    {"ids": [int, ...]}
@@ -23,6 +25,9 @@ QueueDict = {"ahead": int, "reason": "" | "user_limit" | "agent_slot", "generati
 
 MessageDict = {"id", "role", "text", "status", "incomplete", "generation" (number or None),
                "metadata", "created" (ISO 8601)}
+  metadata the page reads: "author"; "fresh_start" (a Start fresh resend: the "new context"
+  divider); "replaced" ("regenerate" | "edit" | "resume": kept, labelled, never sent again);
+  "recovered" ({"retries", "code"}: the answer arrived after automatic retries)
 
 Channel-layer group message (what consumers receive):
   {"type": "session.event", "seq": int, "event": str, "payload": dict}

@@ -168,7 +168,9 @@ def _event_html(frame: _Frame, event: str, payload: dict[str, Any]) -> str:
 
 def _message_created(frame: _Frame, payload: dict[str, Any]) -> str:
     message = payload["message"]
-    row = render_to_string("sessions_app/partials/message.html", {"m": message})
+    row = render_to_string(
+        "sessions_app/partials/message.html", {"m": message, "session_id": frame.session_id}
+    )
     return format_html(
         '<div hx-swap-oob="beforeend:#transcript" data-created="msg-{}">{}</div>',
         message["id"],
@@ -190,9 +192,8 @@ def _message_appended(frame: _Frame, payload: dict[str, Any]) -> str:
 
 
 def _message_updated(frame: _Frame, payload: dict[str, Any]) -> str:
-    return render_to_string(
-        "sessions_app/partials/message.html", {"m": payload["message"], "oob": True}
-    )
+    context = {"m": payload["message"], "session_id": frame.session_id, "oob": True}
+    return render_to_string("sessions_app/partials/message.html", context)
 
 
 def _message_deleted(frame: _Frame, payload: dict[str, Any]) -> str:
@@ -208,6 +209,7 @@ def _session_updated(frame: _Frame, payload: dict[str, Any]) -> str:
         "recovery_actions": payload.get("recovery_actions", []),
         "explanation": payload.get("explanation", ""),
         "queue": payload.get("queue"),
+        "switch_targets": payload.get("switch_targets", []),
         "oob": True,
     }
     return render_to_string("sessions_app/partials/session_state.html", context)

@@ -155,6 +155,8 @@ class PromptGeneration(models.Model):
         PROMPT = "prompt", "New prompt"
         RESUME = "resume", "Resume"
         FRESH = "fresh", "Start fresh"
+        REGENERATE = "regenerate", "Regenerate"
+        EDIT = "edit", "Edited prompt"
 
     class QueueReason(models.TextChoices):
         # What a queued generation waits for (sessions_app/services/queue.py).

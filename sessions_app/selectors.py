@@ -215,6 +215,16 @@ def session_explanation(*, session: Session) -> str:
     return last.error_message if last is not None else ""
 
 
+def session_switch_targets(*, session: Session) -> list[dict[str, Any]]:
+    """The targets a failure card offers to switch to, by id and name: every target but the
+    session's own (targets are the operator's and any signed-in person may pick one), only while
+    the session needs attention."""
+    if session.state != Session.State.NEEDS_ATTENTION:
+        return []
+    others = ProviderTarget.objects.exclude(pk=session.target_id).order_by("name")
+    return [{"id": t.pk, "name": t.name} for t in others]
+
+
 def notice_dict(notice: RetryNotice) -> dict[str, Any]:
     """The one serialisation of a notice: API, snapshot and pushes all use it."""
     return {
@@ -265,6 +275,7 @@ def session_snapshot(*, session: Session) -> dict[str, Any]:
         recovery_actions = session_recovery_actions(session=row)
         explanation = session_explanation(session=row)
         queue = session_queue(session=row)
+        switch_targets = session_switch_targets(session=row)
     return {
         "id": row.pk,
         "title": row.title,
@@ -275,6 +286,7 @@ def session_snapshot(*, session: Session) -> dict[str, Any]:
         "recovery_actions": recovery_actions,
         "explanation": explanation,
         "queue": queue,
+        "switch_targets": switch_targets,
         "last_seq": row.last_seq,
     }
 

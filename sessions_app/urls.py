@@ -23,6 +23,15 @@ urlpatterns = [
         name="session_cancel_retry",
     ),
     path("sessions/<int:session_id>/recover/", views.session_recover_view, name="session_recover"),
+    path(
+        "sessions/<int:session_id>/regenerate/", views.session_regenerate, name="session_regenerate"
+    ),
+    path("sessions/<int:session_id>/edit/", views.session_edit, name="session_edit"),
+    path(
+        "sessions/<int:session_id>/switch-target/",
+        views.session_switch_target,
+        name="session_switch_target",
+    ),
     # Browsers ask for /favicon.ico whatever the page links; send them to the one icon.
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

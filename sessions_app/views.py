@@ -19,7 +19,8 @@ from django.shortcuts import redirect, render
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
-from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from recovery import wording
+from sessions_app.errors import GenerationActive, InvalidInput, RetryWaiting, SessionNotFound
 from sessions_app.forms import PromptForm, SessionCreateForm, TaskRenameForm
 from sessions_app.frames import wall_clock_ms
 from sessions_app.models import Session, Task
@@ -35,7 +36,8 @@ from sessions_app.selectors import (
 )
 from sessions_app.services import prompt_submit, session_create, session_stop
 from sessions_app.services.board import task_archive, task_rename, task_unarchive
-from sessions_app.services.recovery import retry_cancel, session_recover
+from sessions_app.services.generations import answer_regenerate, prompt_edit
+from sessions_app.services.recovery import retry_cancel, session_recover, session_target_switch
 
 NOT_FOUND = "No such session."
 TASK_NOT_FOUND = "No such task."
@@ -233,11 +235,66 @@ def session_prompt(request: HttpRequest, session_id: int) -> HttpResponse:
         raise Http404(NOT_FOUND) from None
     except InvalidInput as error:
         return _prompt_refused(request, session, text, f"Message {error.message}.", status=422)
+    except RetryWaiting:
+        return _prompt_refused(request, session, text, wording.RETRY_PENDING, status=409)
     except GenerationActive:
-        message = "The agent is still working. Wait for it to finish or press Stop."
-        return _prompt_refused(request, session, text, message, status=409)
+        return _prompt_refused(request, session, text, wording.STILL_WORKING, status=409)
     if request.htmx:
         return _composer_error("", status=200)
+    return redirect("session_detail", session_id=session.pk)
+
+
+@require_POST
+@login_required
+def session_regenerate(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The last answer's Regenerate: the new answer streams in for every viewer."""
+    session = _session_or_404(request, session_id)
+    try:
+        answer_regenerate(session=session, user=request.user)
+    except SessionNotFound:
+        raise Http404(NOT_FOUND) from None
+    except InvalidInput as error:
+        return _prompt_refused(request, session, "", f"Cannot regenerate: {error.message}.", status=422)
+    except GenerationActive:
+        return _prompt_refused(request, session, "", wording.STILL_WORKING, status=409)
+    if request.htmx:
+        return _done_elsewhere()
+    return redirect("session_detail", session_id=session.pk)
+
+
+@require_POST
+@login_required
+def session_edit(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The last prompt's Edit: the edited text is sent as the new last prompt."""
+    session = _session_or_404(request, session_id)
+    try:
+        prompt_edit(session=session, user=request.user, text=request.POST.get("text", ""))
+    except SessionNotFound:
+        raise Http404(NOT_FOUND) from None
+    except InvalidInput as error:
+        return _prompt_refused(request, session, "", f"Message {error.message}.", status=422)
+    except GenerationActive:
+        return _prompt_refused(request, session, "", wording.STILL_WORKING, status=409)
+    if request.htmx:
+        return _done_elsewhere()
+    return redirect("session_detail", session_id=session.pk)
+
+
+@require_POST
+@login_required
+def session_switch_target(request: HttpRequest, session_id: int) -> HttpResponse:
+    """The failure card's "Try another target": every viewer's card follows over the websocket."""
+    session = _session_or_404(request, session_id)
+    try:
+        session_target_switch(
+            session=session, user=request.user, target_id=request.POST.get("target", "")
+        )
+    except SessionNotFound:
+        raise Http404(NOT_FOUND) from None
+    except InvalidInput as error:
+        return _prompt_refused(request, session, "", f"Cannot switch: {error.message}.", status=422)
+    if request.htmx:
+        return _done_elsewhere()
     return redirect("session_detail", session_id=session.pk)
 
 

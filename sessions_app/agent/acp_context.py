@@ -9,7 +9,8 @@ Decisions:
 - Only what was really said: user prompts and complete assistant answers. Thinking, tool rows
   (they ran inside an agent process that is gone) and incomplete partial output are left out;
   feeding a half answer back as if it were finished would put words in the agent's mouth.
-  Retracted rows are deleted, so they never reach this function.
+  Retracted rows are deleted, so they never reach this function; rows replaced by Regenerate or
+  an edit (``metadata["replaced"]``) are left out too.
 - The caller passes rows from ``Session.context_from`` on ("Start fresh" starts a new context).
 - Bounded: the most recent turns are kept first; when older turns are dropped the block says
   so, so the agent does not mistake a clipped history for the whole conversation.
@@ -59,6 +60,8 @@ def acp_prompt_text(
 
 
 def _is_said(message: Message) -> bool:
+    if message.metadata.get("replaced"):
+        return False  # replaced by Regenerate or an edit: no longer part of the conversation
     if message.role == Message.Role.USER:
         return bool(message.full_text)
     return (

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0007_message_chunks'),
+        ('sessions_app', '0008_chat_generation_modes'),
     ]
 
     operations = [

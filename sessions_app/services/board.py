@@ -17,6 +17,7 @@ from sessions_app import events as event_names
 from sessions_app.errors import InvalidInput, StateConflict, UnknownReference
 from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
 from sessions_app.push import board_push
+from sessions_app.selectors import session_switch_targets
 from sessions_app.services.events import event_append
 from sessions_app.target_rules import target_problems
 from sessions_app.text_rules import name_problem, single_line_problem
@@ -227,11 +228,11 @@ def session_state_set(
         Task.objects.filter(pk=session.task_id).exclude(status=Task.Status.DONE).update(
             status=task_status_of(states), updated_at=now
         )
-        event_append(
-            session=session,
-            type=event_names.SESSION_UPDATED,
-            payload=_state_payload(state, recovery_actions, explanation, queue),
-        )
+        payload = _state_payload(state, recovery_actions, explanation, queue)
+        if state == Session.State.NEEDS_ATTENTION:
+            # The card's "Try another target" choices ride along, like the explanation.
+            payload["switch_targets"] = session_switch_targets(session=session)
+        event_append(session=session, type=event_names.SESSION_UPDATED, payload=payload)
 
 
 def task_status_of(session_states: set[str]) -> str:

@@ -9,6 +9,9 @@ waiting to retry, idle, needs attention).
     queued -> running | stopped
     running -> waiting_retry | succeeded | failed | stopped
     waiting_retry -> running | superseded | stopped | failed
+
+Besides the moves, the services that start generations live here: a new prompt, Regenerate and
+an edit of the last prompt (Resume and Start fresh are in services/recovery.py).
 """
 
 from __future__ import annotations
@@ -26,13 +29,20 @@ from recovery import wording
 from recovery.redact import redact_credentials
 from sessions_app import events as event_names
 from sessions_app.enqueue import generation_enqueue
-from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
+from sessions_app.errors import (
+    GenerationActive,
+    InvalidInput,
+    RetryWaiting,
+    SessionNotFound,
+    StateConflict,
+)
+from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import queue_ahead, queue_dict, user_may_view
 from sessions_app.services.board import session_state_set
 from sessions_app.services.events import event_append
 from sessions_app.services.loops import loop_finish, loops_disarm
-from sessions_app.services.messages import message_create, message_finish
+from sessions_app.services.messages import message_create, message_finish, message_update
 from sessions_app.services.queue import queue_hold, queue_release_next, user_at_limit, user_lock
 from sessions_app.text_rules import text_problem
 
@@ -105,18 +115,15 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
     """Write the user's message and a new queued generation, then enqueue the run on commit.
 
     Raises InvalidInput for an empty or oversized prompt, GenerationActive while another
-    generation of this session is queued, running or waiting to retry.
+    generation of this session is queued or running, and RetryWaiting (a GenerationActive) while
+    one waits to retry: the pending retry is the person's to drop, with Stop or Cancel.
     """
     text = prompt_text_clean(text)
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
-        generation_supersede_waiting(session=locked)
-        if PromptGeneration.objects.filter(
-            session=locked, state__in=PromptGeneration.ACTIVE_STATES
-        ).exists():
-            raise GenerationActive(session.pk)
+        _refuse_while_active(session=locked)
         generation = _generation_create(
             session=locked, mode=PromptGeneration.Mode.PROMPT, requested_by=user
         )
@@ -133,9 +140,97 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
     return generation
 
 
+def _refuse_while_active(*, session: Session) -> None:
+    """GenerationActive while a generation of the (locked) session is queued or running,
+    RetryWaiting while one waits to retry."""
+    active = (
+        PromptGeneration.objects.filter(session=session, state__in=PromptGeneration.ACTIVE_STATES)
+        .values_list("state", flat=True)
+        .first()
+    )
+    if active == State.WAITING_RETRY:
+        raise RetryWaiting(session.pk)
+    if active is not None:
+        raise GenerationActive(session.pk)
+
+
+def _last_prompt(*, session: Session) -> Message | None:
+    return Message.objects.filter(session=session, role=Message.Role.USER).order_by("-id").first()
+
+
+def _rows_replace(*, rows: Iterable[Message], reason: str) -> None:
+    """Label rows as replaced (``metadata["replaced"]``): each keeps its place in the transcript,
+    closed behind a disclosure saying why (or, for Resume, flagged), is left out of what the agent
+    is sent, and every viewer sees the change through its ``message.updated`` event."""
+    for row in rows:
+        if not row.metadata.get("replaced"):
+            message_update(message=row, metadata={**row.metadata, "replaced": reason})
+
+
+def answer_regenerate(*, session: Session, user: AbstractBaseUser) -> PromptGeneration:
+    """Answer the last prompt again in a new generation. The earlier answer (every row after the
+    prompt) is kept, labelled "replaced by Regenerate" and never sent to the agent again, so the
+    new answer is the only one shown open. Refused like a prompt while one is active."""
+    if not user_may_view(user=user, session=session):
+        raise SessionNotFound(session.pk)
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        _refuse_while_active(session=locked)
+        prompt = _last_prompt(session=locked)
+        if prompt is None:
+            raise StateConflict("action", wording.NOTHING_TO_RERUN)
+        _rows_replace(
+            rows=Message.objects.filter(session=locked, id__gt=prompt.pk).select_related(
+                "session", "generation"
+            ),
+            reason="regenerate",
+        )
+        generation = _generation_create(
+            session=locked, mode=PromptGeneration.Mode.REGENERATE, requested_by=user
+        )
+        _generation_start(session=locked, generation=generation)
+    session.state = locked.state
+    return generation
+
+
+def prompt_edit(*, session: Session, user: AbstractBaseUser, text: str) -> PromptGeneration:
+    """Send an edited version of the last prompt. The earlier prompt and its answer are kept,
+    labelled "replaced by your edit" and never sent to the agent again; the edited prompt is a
+    new message answered by a new generation. Refused like a prompt while one is active."""
+    text = prompt_text_clean(text)
+    if not user_may_view(user=user, session=session):
+        raise SessionNotFound(session.pk)
+    with transaction.atomic():
+        locked = Session.objects.select_for_update().get(pk=session.pk)
+        _refuse_while_active(session=locked)
+        prompt = _last_prompt(session=locked)
+        if prompt is None:
+            raise StateConflict("text", "there is no message to edit yet")
+        _rows_replace(
+            rows=Message.objects.filter(session=locked, id__gte=prompt.pk).select_related(
+                "session", "generation"
+            ),
+            reason="edit",
+        )
+        generation = _generation_create(
+            session=locked, mode=PromptGeneration.Mode.EDIT, requested_by=user
+        )
+        message_create(
+            session=locked,
+            generation=generation,
+            role=Message.Role.USER,
+            text=text,
+            metadata={"author": user.get_username(), "edit_of": prompt.pk},
+        )
+        _generation_start(session=locked, generation=generation)
+    session.state = locked.state
+    session.last_seq = locked.last_seq
+    return generation
+
+
 def generation_supersede_waiting(*, session: Session) -> PromptGeneration | None:
-    """A new prompt, start fresh or a target change replaces a generation that is only waiting to
-    retry: its loop is disarmed and its banner retired, so the old retry can never fire."""
+    """Start fresh or a target change replaces a generation that is only waiting to retry: its
+    loop is disarmed and its banner retired, so the old retry can never fire."""
     with transaction.atomic():
         waiting = (
             PromptGeneration.objects.select_for_update()
@@ -292,7 +387,9 @@ def generation_stop_request(*, generation_id: int) -> None:
 def session_stop(*, session: Session, user: AbstractBaseUser) -> PromptGeneration | None:
     """Ask the active generation to stop. Returns it, or None when nothing was running (pressing
     Stop twice is harmless). A queued generation no worker has claimed is stopped here; a running
-    one is flagged and its worker ends it within about a flush interval, keeping partial text."""
+    one is flagged and its worker ends it within about a flush interval, keeping partial text.
+    During a retry (waiting, or its attempt running) Stop is the banner's Cancel: the session
+    needs attention with Resume and Start fresh, never idle with an unanswered prompt."""
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     with transaction.atomic():
@@ -304,12 +401,37 @@ def session_stop(*, session: Session, user: AbstractBaseUser) -> PromptGeneratio
         )
         if generation is None:
             return None
+        # While a retry waits (or its attempt runs), Stop is the banner's Cancel: one meaning.
+        if retry_loops_cancel(session_id=session.pk):
+            generation.refresh_from_db()
+            return generation
         generation_stop_request(generation_id=generation.pk)
         generation.stop_requested = True
         # No worker holds a queued or waiting generation, so nobody else would notice the flag.
         if generation.state in (State.QUEUED, State.WAITING_RETRY):
             generation_end(generation=generation, state=State.STOPPED)
     return generation
+
+
+def retry_loops_cancel(*, session_id: int) -> list[RetryLoop]:
+    """Cancel the session's live retry loops and retire their banner: what Stop and the banner's
+    Cancel both do during a retry. Each loop's generation ends failed ("cancelled"), so every
+    viewer's card offers Resume and Start fresh; a worker mid-attempt notices the stop flag
+    within a poll, and its late end is refused by the state machine. Returns the loops."""
+    with transaction.atomic():
+        cancelled = loops_disarm(session_id=session_id, state=RetryLoop.State.CANCELLED)
+        for loop in cancelled:
+            generation_stop_request(generation_id=loop.generation_id)
+            generation = PromptGeneration.objects.select_related("session").get(
+                pk=loop.generation_id
+            )
+            generation_end(
+                generation=generation,
+                state=State.FAILED,
+                error_code="cancelled",
+                error_message=wording.RETRY_CANCELLED,
+            )
+    return cancelled
 
 
 def generation_end(
@@ -334,6 +456,8 @@ def generation_end(
             return False
         if was_running:
             queue_release_next(user_id=generation.requested_by_id)
+        if state == State.SUCCEEDED:
+            _answer_mark_recovered(generation=generation)
         loop_finish(generation_id=generation.pk, state=_LOOP_END_STATE[state])
         if state == State.FAILED:
             session_state_set(
@@ -345,6 +469,22 @@ def generation_end(
         else:
             session_state_set(session=generation.session, state=Session.State.IDLE)
     return True
+
+
+def _answer_mark_recovered(*, generation: PromptGeneration) -> None:
+    """An answer that arrived after automatic retries says so, quietly, under its text."""
+    loop = RetryLoop.objects.filter(generation=generation).first()
+    if loop is None or loop.attempt < 1:
+        return
+    answer = (
+        Message.objects.filter(generation=generation, role=Message.Role.ASSISTANT)
+        .select_related("session", "generation")
+        .order_by("-id")
+        .first()
+    )
+    if answer is not None:
+        recovered = {"retries": loop.attempt, "code": loop.last_code}
+        message_update(message=answer, metadata={**answer.metadata, "recovered": recovered})
 
 
 # How a generation's end ends its retry loop (if one is still live).

@@ -9,25 +9,24 @@ from django.db import transaction
 
 from recovery import wording
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound, StateConflict
-from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, Session
-from sessions_app.selectors import user_may_view
+from sessions_app.selectors import session_switch_targets, user_may_view
 from sessions_app.services.board import session_state_set
 from sessions_app.services.generations import (
     generation_begin,
     generation_create,
-    generation_end,
-    generation_stop_request,
     generation_supersede_waiting,
+    retry_loops_cancel,
 )
 from sessions_app.services.loops import loops_disarm
-from sessions_app.services.messages import message_create
+from sessions_app.services.messages import message_create, message_update
 
 RECOVERY_ACTIONS = ("resume", "fresh")
 
 
 def retry_cancel(*, session_id: int, user: AbstractBaseUser) -> list[str]:
-    """Cancel the session's retry loop and retire its notices (even when the loop already ended).
+    """Cancel the session's retry loop and retire its notices (even when the loop already ended):
+    the same action as Stop while a retry waits (``generations.retry_loops_cancel``).
 
     Returns the recovery actions now offered: Resume and Start fresh when a loop was active, else
     nothing. A foreign or unknown session returns exactly what a session without a loop returns,
@@ -38,21 +37,8 @@ def retry_cancel(*, session_id: int, user: AbstractBaseUser) -> list[str]:
         return []
     with transaction.atomic():
         Session.objects.select_for_update().get(pk=session.pk)
-        cancelled = loops_disarm(session_id=session.pk, state=RetryLoop.State.CANCELLED)
-        if not cancelled:
+        if not retry_loops_cancel(session_id=session.pk):
             return []
-        for loop in cancelled:
-            # A worker may be mid-attempt: the flag trips its stop watcher within a poll.
-            generation_stop_request(generation_id=loop.generation_id)
-            generation = PromptGeneration.objects.select_related("session").get(
-                pk=loop.generation_id
-            )
-            generation_end(
-                generation=generation,
-                state=PromptGeneration.State.FAILED,
-                error_code="cancelled",
-                error_message=wording.RETRY_CANCELLED,
-            )
     return list(RECOVERY_ACTIONS)
 
 
@@ -76,9 +62,11 @@ def session_recover(*, session: Session, user: AbstractBaseUser, action: str) ->
             Message.objects.filter(session=locked, role=Message.Role.USER).order_by("-id").first()
         )
         if last_prompt is None:
-            raise StateConflict("action", "there is no prompt to re-run yet")
+            raise StateConflict("action", wording.NOTHING_TO_RERUN)
         loops_disarm(session_id=locked.pk)
         mode = PromptGeneration.Mode.RESUME if action == "resume" else PromptGeneration.Mode.FRESH
+        if action == "resume":
+            _partials_supersede(session=locked, after=last_prompt)
         generation = generation_create(session=locked, mode=mode, requested_by=user)
         if action == "fresh":
             resent = message_create(
@@ -94,6 +82,20 @@ def session_recover(*, session: Session, user: AbstractBaseUser, action: str) ->
     return generation
 
 
+def _partials_supersede(*, session: Session, after: Message) -> None:
+    """The incomplete rows a Resume runs again say so ("Superseded: Resume ran this turn again
+    below"), so a partial answer and the full one never stand side by side unexplained."""
+    partials = Message.objects.filter(
+        session=session,
+        id__gt=after.pk,
+        incomplete=True,
+        role__in=(Message.Role.ASSISTANT, Message.Role.THINKING),
+    ).select_related("session", "generation")
+    for row in partials:
+        if not row.metadata.get("replaced"):
+            message_update(message=row, metadata={**row.metadata, "replaced": "resume"})
+
+
 def session_target_set(
     *, session: Session, user: AbstractBaseUser, target: ProviderTarget
 ) -> Session:
@@ -107,5 +109,32 @@ def session_target_set(
         locked.target = target
         if superseded is not None:
             session_state_set(session=locked, state=Session.State.IDLE)
+        elif locked.state == Session.State.NEEDS_ATTENTION:
+            # Every viewer's card names the new target, and Resume now runs on it.
+            last = PromptGeneration.objects.filter(session=locked).order_by("-number").first()
+            session_state_set(
+                session=locked,
+                state=Session.State.NEEDS_ATTENTION,
+                recovery_actions=wording.recovery_actions(last.error_code if last else ""),
+                explanation=last.error_message if last else "",
+            )
     session.target = target
     return locked
+
+
+def session_target_switch(
+    *, session: Session, user: AbstractBaseUser, target_id: object
+) -> Session:
+    """The failure card's "Try another target": ``target_id`` as posted, checked against the
+    targets the card offers (every other target), then ``session_target_set``."""
+    if not user_may_view(user=user, session=session):
+        raise SessionNotFound(session.pk)
+    try:
+        wanted = int(str(target_id))
+    except ValueError:
+        raise InvalidInput("target", "choose a target from the list") from None
+    offered = {t["id"] for t in session_switch_targets(session=session)}
+    if wanted not in offered:
+        raise InvalidInput("target", "choose another target from the list")
+    target = ProviderTarget.objects.get(pk=wanted)
+    return session_target_set(session=session, user=user, target=target)

@@ -71,14 +71,17 @@ _markdown = (
 
 _COPY_BUTTON = (
     '<div class="code-block"><button type="button" class="btn btn--quiet copy" data-copy="code" '
-    'aria-label="Copy code">Copy</button><pre'
+    'aria-label="Copy code">Copy</button><pre tabindex="0"'
 )
 
 
 def _with_copy_buttons(clean: str) -> str:
     # Safe on sanitised output: a literal "<pre" can only be a real element there (text is
     # escaped), code inside a pre is escaped too, so "</pre>" closes exactly that element.
-    return clean.replace("<pre", _COPY_BUTTON).replace("</pre>", "</pre></div>")
+    # Code blocks and tables scroll sideways, so each takes keyboard focus (tabindex 0) and can be
+    # scrolled without a mouse (axe-core's scrollable-region-focusable).
+    with_buttons = clean.replace("<pre", _COPY_BUTTON).replace("</pre>", "</pre></div>")
+    return with_buttons.replace("<table", '<table tabindex="0"')
 
 
 def sanitise(html: str) -> str:

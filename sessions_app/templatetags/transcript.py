@@ -116,3 +116,39 @@ def card_headline(explanation: str | None) -> str:
 def card_detail(explanation: str | None) -> str:
     """The card's redacted technical detail, shown behind a disclosure; "" when there is none."""
     return wording.split_detail(explanation or "")[1]
+
+
+@register.simple_tag
+def new_context_line() -> str:
+    """The divider above a Start fresh resend."""
+    return wording.NEW_CONTEXT
+
+
+@register.simple_tag
+def superseded_line() -> str:
+    """The flag on a partial answer that Resume ran again."""
+    return wording.SUPERSEDED_BY_RESUME
+
+
+@register.filter
+def is_collapsed_replacement(reason: str | None) -> bool:
+    """Rows replaced by Regenerate or an edit close behind a disclosure; a partial that Resume ran
+    again stays open, flagged (it is visibly different from the full answer below it)."""
+    return bool(reason) and reason != "resume"
+
+
+@register.filter
+def replaced_summary(reason: str) -> str:
+    return wording.replaced_summary(reason)
+
+
+@register.filter
+def recovered_line(recovered: dict[str, Any] | None) -> str:
+    """"Recovered after 2 retries (provider overloaded)" from ``metadata["recovered"]``."""
+    if not isinstance(recovered, dict):
+        return ""
+    try:
+        retries = int(recovered.get("retries", 0))
+    except (TypeError, ValueError):
+        return ""
+    return wording.recovered_line(str(recovered.get("code", "")), retries=retries) if retries else ""

@@ -159,8 +159,9 @@
   });
 
   // The composer: clear it once the server took the prompt; Enter (or Ctrl/Cmd+Enter) sends,
-  // Shift+Enter is a new line, Esc stops a running turn. Focus comes back to the box after Send,
-  // Resume and Start fresh.
+  // Shift+Enter is a new line, Esc stops a running turn (or cancels a waiting retry: the same
+  // thing). Focus comes back to the box after Send, Resume, Start fresh, Regenerate, an edit and
+  // a target switch. In the edit form Ctrl/Cmd+Enter sends and Esc closes it.
   var touchOnly = window.matchMedia("(hover: none) and (pointer: coarse)");
   function composerText() { return document.getElementById("composer-text"); }
   function focusComposer() {
@@ -178,12 +179,21 @@
   // response (whose events then fire on a detached button and never reach the document), so
   // focus moves to the composer as soon as one is pressed.
   document.addEventListener("click", function (evt) {
-    if (evt.target.closest && evt.target.closest(".recovery-actions .btn, #composer-actions .btn--stop")) {
+    if (evt.target.closest && evt.target.closest(".recovery-actions .btn, #composer-actions .btn--stop, .turn-action.regenerate")) {
       setTimeout(focusComposer, 0);
     }
   });
+  document.addEventListener("submit", function (evt) {
+    if (evt.target.closest && evt.target.closest(".edit-form, .recovery-switch")) setTimeout(focusComposer, 0);
+  });
   document.addEventListener("keydown", function (evt) {
     var box = composerText();
+    var editing = evt.target.closest && evt.target.closest(".edit-form");
+    if (editing) {
+      if (evt.key === "Escape") { evt.preventDefault(); closeEdit(editing); return; }
+      if (evt.key === "Enter" && (evt.ctrlKey || evt.metaKey) && !evt.isComposing) { evt.preventDefault(); editing.requestSubmit(); }
+      return;
+    }
     if (evt.key === "Escape" && box) {
       var stop = document.querySelector("#composer-actions .btn--stop");
       if (stop && !evt.defaultPrevented) { evt.preventDefault(); stop.click(); }
@@ -195,6 +205,58 @@
     if (!(evt.ctrlKey || evt.metaKey) && touchOnly.matches) return;
     evt.preventDefault();
     box.form.requestSubmit();
+  });
+
+  // Regenerate and Edit belong to the latest prompt and its answer only: mark them after every
+  // frame (rows arrive and get replaced live), so the buttons show on the right rows everywhere.
+  function markLatest() {
+    var latestPrompt = null, latestAnswer = null;
+    document.querySelectorAll("#transcript .msg").forEach(function (row) {
+      if (row.classList.contains("msg--replaced")) return;
+      var role = row.getAttribute("data-role");
+      if (role === "user") { latestPrompt = row; latestAnswer = null; }
+      else if (role === "assistant" && row.getAttribute("data-status") !== "streaming") latestAnswer = row;
+    });
+    document.querySelectorAll("#transcript .msg[data-latest]").forEach(function (row) {
+      if (row !== latestPrompt && row !== latestAnswer) row.removeAttribute("data-latest");
+    });
+    [latestPrompt, latestAnswer].forEach(function (row) { if (row) row.setAttribute("data-latest", ""); });
+  }
+  live.markLatest = markLatest;
+  document.addEventListener("htmx:wsAfterMessage", markLatest);
+  document.addEventListener("DOMContentLoaded", markLatest);
+
+  // Edit opens a small form under the prompt; Save and send posts it over htmx, and the
+  // websocket then replaces the old prompt (form included) for every viewer.
+  function closeEdit(form) {
+    var row = form.closest(".msg");
+    form.remove();
+    var button = row && row.querySelector(".edit-prompt");
+    if (button) { button.hidden = false; button.focus(); }
+  }
+  document.addEventListener("click", function (evt) {
+    var cancel = evt.target.closest && evt.target.closest(".edit-form .edit-cancel");
+    if (cancel) { closeEdit(cancel.closest(".edit-form")); return; }
+    var button = evt.target.closest && evt.target.closest("button.edit-prompt");
+    if (!button) return;
+    var row = button.closest(".msg");
+    if (row.querySelector(".edit-form")) return;
+    var id = row.id + "-edit";
+    var form = document.createElement("form");
+    form.className = "edit-form";
+    form.setAttribute("hx-post", button.getAttribute("data-edit-url"));
+    form.setAttribute("hx-swap", "none");
+    form.innerHTML = '<label class="visually-hidden" for="' + id + '">Edit your message</label>' +
+      '<textarea id="' + id + '" name="text" rows="3" required></textarea>' +
+      '<div class="edit-actions"><button type="button" class="btn edit-cancel">Cancel</button>' +
+      '<button type="submit" class="btn btn--primary edit-send">Save and send</button></div>';
+    var area = form.querySelector("textarea");
+    area.value = row.querySelector(".text").innerText.replace(/\n$/, "");
+    row.appendChild(form);
+    button.hidden = true;
+    htmx.process(form);
+    area.focus();
+    area.setSelectionRange(area.value.length, area.value.length);
   });
 
   // Copy buttons: a message's text as shown, or one code block's source.

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,16 +101,23 @@ target_create(name="Mock", kind=ProviderTarget.Kind.MOCK, model="mock-1")
 """
 
 
-# Module scope: the stack (and its Celery worker, which answers every control ping on this Redis)
-# is gone before other test modules run, e.g. /healthz's "no worker answers" test.
 @pytest.fixture(scope="module")
 def stack_settings() -> dict[str, str]:
     """Settings a test module gives its whole stack (override it in the module)."""
     return {}
 
 
+# Module scope: the stack (and its Celery worker, which answers every control ping on this Redis)
+# is gone before other test modules run, e.g. /healthz's "no worker answers" test.
 @pytest.fixture(scope="module")
 def stack(stack_settings) -> Iterator[Stack]:
+    with running_stack(stack_settings) as started:
+        yield started
+
+
+@contextmanager
+def running_stack(stack_settings: dict[str, str] | None = None) -> Iterator[Stack]:
+    """The whole stack, up and warmed; also what scripts/screenshots.py photographs."""
     base_db = env_str("DATABASE_URL")  # the environment, or what `make run` wrote for its services
     db_name = os.environ.get("KANDEV_TEST_DB_NAME", "test_kandev") + "_e2e"
     mock_port, web_port = free_port(), free_port()
@@ -131,7 +138,7 @@ def stack(stack_settings) -> Iterator[Stack]:
         # failures in 30 s routine: the shared circuit (tests/integration/ladder/
         # test_shared_health.py) would carry one test's overloads into the next one's banner.
         "KANDEV_CIRCUIT_ENABLED": "false",
-        **stack_settings,
+        **(stack_settings or {}),
     }
     with ExitStack() as cleanup:
         cleanup.callback(database_drop, base_db, db_name)

@@ -80,6 +80,8 @@ def test_an_overloaded_agent_shows_the_banner_to_both_viewers_and_recovers(stack
     for page in (desktop, phone):
         wait_for_complete_answer(page, f"Mock agent reply to: {question}")
         page.wait_for_function("() => !document.querySelector('#notice .notice')")
+        # Idle on both screens: Regenerate and Edit show only once the turn has ended.
+        page.wait_for_selector("#composer-actions .btn--send")
     assert transcript(desktop) == transcript(phone)
     assert transcript(desktop).count(f"Mock agent reply to: {question}") == 1
 

@@ -10,6 +10,7 @@ import pytest
 
 from recovery.mock.testing import SplitClock
 from sessions_app.agent.runner import generation_retry, generation_run
+from sessions_app.errors import RetryWaiting
 from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration, Session, SessionEvent
 from sessions_app.selectors import session_snapshot
@@ -213,31 +214,35 @@ def test_cancel_on_a_foreign_or_unknown_session_answers_like_no_loop(
     assert RetryNotice.objects.live().filter(session=chat).count() == 1  # untouched
 
 
-def test_stop_during_the_wait_ends_the_turn_and_retires_the_banner(chat, owner, clock):
+def test_stop_during_the_wait_cancels_the_retry_like_the_banner_does(chat, owner, clock):
     generation = run_prompt(chat, owner, "/overloaded:1 hi", clock)
 
     session_stop(session=chat, user=owner)
 
     generation.refresh_from_db()
     chat.refresh_from_db()
-    assert generation.state == State.STOPPED
-    assert chat.state == Session.State.IDLE
+    assert (generation.state, generation.error_code) == (State.FAILED, "cancelled")
+    assert chat.state == Session.State.NEEDS_ATTENTION
     assert not RetryNotice.objects.live().exists()
     assert RetryLoop.objects.get(generation=generation).state == RetryLoop.State.CANCELLED
 
 
-def test_a_new_prompt_during_the_wait_disarms_the_loop(chat, owner, clock, mock_provider):
+def test_a_new_prompt_during_the_wait_is_refused_and_the_loop_stays_armed(
+    chat, owner, clock, mock_provider
+):
     first = run_prompt(chat, owner, "/overloaded:1 hi", clock)
     loop = RetryLoop.objects.get(generation=first)
 
-    second = prompt_submit(session=chat, user=owner, text="never mind, something else")
+    with pytest.raises(RetryWaiting):
+        prompt_submit(session=chat, user=owner, text="never mind, something else")
 
     first.refresh_from_db()
-    assert first.state == State.SUPERSEDED
-    assert second.state == State.QUEUED
-    assert not RetryNotice.objects.live().exists()
-    assert run_retry(loop, clock) is None
-    assert mock_provider.count() == 1
+    assert first.state == State.WAITING_RETRY
+    assert RetryNotice.objects.live().filter(session=chat).count() == 1
+    run_retry(loop, clock)
+    first.refresh_from_db()
+    assert first.state == State.SUCCEEDED
+    assert mock_provider.count() == 2
 
 
 def test_a_target_change_during_the_wait_disarms_the_loop(chat, owner, clock, mock_provider):

@@ -10,7 +10,7 @@ from django.test import Client
 
 from recovery import wording
 from recovery.replay import ReplayReason
-from recovery.taxonomy import Code
+from recovery.taxonomy import CODE_POLICY, Code, Klass
 from sessions_app import events as ev
 from sessions_app.agent.outcome import handed_back_outcome
 from sessions_app.frames import event_html
@@ -123,3 +123,16 @@ def test_an_unknown_code_keeps_both_actions_resume_first():
     assert wording.recovery_actions("") == ("resume", "fresh")
     assert wording.recovery_actions("no_such_code") == ("resume", "fresh")
     assert wording.recovery_actions(str(Code.INVALID_REQUEST)) == ("fresh",)
+
+
+REPEATS = ("would fail the same way", "would not fix")
+# The policy words a card with hard_message only for hard failures (recovery/policy.py).
+HARD_CODES = [code for code, policy in CODE_POLICY.items() if policy.klass is Klass.HARD]
+
+
+@pytest.mark.parametrize("code", HARD_CODES)
+def test_no_card_offers_resume_first_for_a_failure_it_says_will_repeat(code):
+    card_text = wording.hard_message(code, resets_in_s=None)
+    says_it_repeats = any(phrase in card_text for phrase in REPEATS)
+    actions = wording.recovery_actions(str(code))
+    assert (actions[0] == "resume") is not says_it_repeats, (code, card_text, actions)

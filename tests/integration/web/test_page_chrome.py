@@ -23,16 +23,24 @@ def owner_client(owner) -> Client:
 
 
 def live_regions(page: str) -> list[str]:
-    return re.findall(r'<[a-z]+[^>]*\bid="([^"]+)"[^>]*\baria-live=', page) + re.findall(
-        r'<[a-z]+[^>]*\baria-live="[^"]+"[^>]*\bid="([^"]+)"', page
-    )
+    """Each element a screen reader would announce changes of (aria-live, or a live role), by its
+    id or else its first class."""
+    found = []
+    for tag in re.findall(r"<[a-z]+\b[^>]*>", page):
+        if re.search(r'\baria-live="(polite|assertive)"|\brole="(status|alert|log)"', tag):
+            name = re.search(r'\bid="([^"]+)"', tag) or re.search(r'\bclass="([^" ]+)', tag)
+            found.append(name.group(1))
+    return found
 
 
 def test_only_the_banner_and_the_status_regions_are_live_not_the_transcript(owner_client, session):
     page = owner_client.get(f"/sessions/{session.pk}/").content.decode()
-    assert sorted(set(live_regions(page))) == ["notice", "recovery"]
+    # The retry banner, the session's state badge, the connection line and the composer's error.
+    assert sorted(live_regions(page)) == ["composer-error", "connection", "notice", "state-region"]
     transcript = re.search(r'<div id="transcript"[^>]*>', page).group(0)
     assert "aria-live" not in transcript and 'role="log"' not in transcript
+    recovery = re.search(r'<div id="recovery"[^>]*>', page).group(0)
+    assert "aria-live" not in recovery and "role=" not in recovery
 
 
 def test_the_composer_hints_its_keys_and_every_button_has_a_name(owner_client, session):

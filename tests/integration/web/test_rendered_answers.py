@@ -190,3 +190,12 @@ def test_a_message_updated_frame_sanitises_a_hostile_answer(owner, session):
 def test_the_committed_highlight_stylesheet_matches_the_pygments_styles():
     committed = Path(settings.BASE_DIR, "static", "css", "highlight.css").read_text()
     assert committed == highlight_css(), "run `make highlight-css` and commit the result"
+
+
+def test_code_blocks_and_tables_take_keyboard_focus_so_they_scroll_without_a_mouse():
+    html = str(render_answer("```\nx = 1\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"))
+    assert re.search(r'<pre tabindex="0"[ >]', html)
+    assert '<table tabindex="0">' in html
+    # Hostile text that spells the tags stays text, untouched.
+    assert "&lt;pre" in str(render_answer("`<pre>` and `<table>`"))
+    assert "tabindex" not in str(render_answer("`<pre>` and `<table>`"))
