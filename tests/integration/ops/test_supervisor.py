@@ -33,6 +33,11 @@ BANNER = "Kandev Web is running at"
 DEMO_PASSWORD = "demo-pass-ops-test"
 
 
+# Each test starts `make run`'s whole supervisor (embedded Postgres initialised, migrate, seed,
+# Daphne, a worker, beat): more than pytest.ini's 120 s on a loaded 2-core machine.
+pytestmark = pytest.mark.timeout(420)
+
+
 class RunningSupervisor:
     """The real supervisor process, its output collected line by line."""
 
