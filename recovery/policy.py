@@ -237,11 +237,14 @@ def defer_decision(
 ) -> Decision:
     """The target's shared health holds a call back until ``retry_at`` (circuit, Retry-After or
     the target's retry budget). No call was made, so no attempt is spent; the turn waits, unless
-    the wait would outlast the turn's deadline, and then it is handed back like any turn that ran
-    out of time."""
+    the wait would outlast the call's deadline or the turn's cap, and then it is handed back like
+    any turn that ran out of time. A hold is the call's trouble as much as a failure is: the
+    call's deadline starts at its first hold or failure, whichever came first (the caller
+    persists ``budget.record_failure``)."""
     now = clock.now()
     wait_s = max(retry_at - now, 0.0)
     classification = classification_of(code)
+    budget = budget.record_failure(clock=clock)
     if wait_s > budget.remaining_s(clock=clock):
         return manual_decision(
             classification=classification,

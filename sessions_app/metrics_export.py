@@ -105,7 +105,7 @@ def _queue_depth() -> Metric | None:
 
 def _open_notices() -> Metric:
     metric = metrics.OPEN_NOTICES
-    return GaugeMetricFamily(metric.name, metric.help, value=RetryNotice.objects.count())
+    return GaugeMetricFamily(metric.name, metric.help, value=RetryNotice.objects.live().count())
 
 
 class KandevCollector:

@@ -173,6 +173,7 @@ def attempt_defer(
             budget = Budget.from_dict(loop.budget)
             if loop.state == State.RUNNING:
                 budget = budget.unrecord_attempt()  # claimed for a call that was never made
+        budget = budget.record_failure(clock=clock)  # the call's deadline runs from its first hold
         decision = defer_decision(
             budget=budget,
             code=code,

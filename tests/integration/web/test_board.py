@@ -71,7 +71,10 @@ def test_a_card_shows_queued_running_and_a_retry_countdown(client, owner, target
 
     page = client.get("/").content.decode()
 
-    assert 'data-state="queued">Queued<' in card_of(page, queued.task)
+    # Queued, with its place in line (nothing ahead of it: "next").
+    assert 'data-state="queued">Queued · <span class="queue-place" data-ahead="0">next</span>' in (
+        card_of(page, queued.task)
+    )
     assert 'data-state="running">Running<' in card_of(page, running.task)
     card = card_of(page, retrying.task)
     assert 'data-state="waiting_retry">Waiting to retry<' in card

@@ -240,9 +240,10 @@ def test_a_deferred_call_spends_no_attempt_and_waits_until_the_target_may_be_cal
     assert decision.message == "Busy for everyone. Retrying in 12 s (attempt 1 of 5)."
 
 
-def test_a_deferral_past_the_turns_deadline_hands_the_turn_back():
+def test_a_deferral_past_the_calls_deadline_hands_the_turn_back():
     clock = FakeClock(T0)
     budget = Budget.start(settings=RetrySettings(deadline_s=60), clock=clock, target="Mock")
+    budget = budget.record_failure(clock=clock)  # the call first failed (or was held) at T0
     clock.advance(50)
     decision = defer_decision(
         budget=budget, code=Code.PROVIDER_OVERLOADED, reason="Busy for everyone",
@@ -250,3 +251,16 @@ def test_a_deferral_past_the_turns_deadline_hands_the_turn_back():
     )  # fmt: skip
     assert decision.action is Action.MANUAL
     assert "automatic retries have stopped" in decision.message
+
+
+def test_a_calls_first_hold_starts_its_deadline():
+    clock = FakeClock(T0)
+    budget = Budget.start(settings=RetrySettings(deadline_s=60), clock=clock, target="Mock")
+    clock.advance(50)  # the turn ran for 50 s (a tool, say) before this call was held
+
+    decision = defer_decision(
+        budget=budget, code=Code.PROVIDER_OVERLOADED, reason="Busy for everyone",
+        retry_at=T0 + 70, current_target="Mock", clock=clock,
+    )  # fmt: skip
+
+    assert decision.action is Action.RETRY  # 20 s of the call's 60 s, not 70 s of the turn's
