@@ -21,6 +21,7 @@ from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 
 from recovery.budget import RetrySettings
+from recovery.health import HealthSettings
 from recovery.mock.testing import SplitClock, running_mock_server
 from sessions_app.agent.registry import AGENTS
 from sessions_app.agent.runner import generation_retry, generation_run
@@ -48,6 +49,10 @@ def agent_dirs(tmp_path, settings):
     settings.KANDEV_RETRY = RetrySettings(
         delays_s=(1.0,), max_attempts=MAX_RETRIES, jitter=0.0, deadline_s=600.0
     )
+    # Each test is about one session's own ladder, and six 529s a second apart would open the
+    # target's shared circuit (tests/integration/ladder/test_shared_health.py covers that),
+    # which holds the last retry and moves its banner once more.
+    settings.KANDEV_HEALTH = HealthSettings(enabled=False)
     return tmp_path
 
 
