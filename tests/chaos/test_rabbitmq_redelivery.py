@@ -115,7 +115,7 @@ def test_a_turn_whose_worker_was_killed_is_redelivered_at_once_and_its_claim_ref
         interval=0.1,
         what="the dead worker's turn back in the queue",
     )
-    refused = f"generation {generation_id} already claimed; duplicate delivery ignored"
+    refused = f"generation {generation_id} not claimed: already claimed, or held in line"
     with celery_worker(queue=chaos.queue, env=chaos.env, log_path=second_log):
         wait_until(
             lambda: log_count(second_log, refused) == 1,
