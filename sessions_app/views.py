@@ -10,6 +10,7 @@ recovery card's Resume / Start fresh work the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -248,31 +249,39 @@ def session_prompt(request: HttpRequest, session_id: int) -> HttpResponse:
 @login_required
 def session_regenerate(request: HttpRequest, session_id: int) -> HttpResponse:
     """The last answer's Regenerate: the new answer streams in for every viewer."""
-    session = _session_or_404(request, session_id)
-    try:
-        answer_regenerate(session=session, user=request.user)
-    except SessionNotFound:
-        raise Http404(NOT_FOUND) from None
-    except InvalidInput as error:
-        return _prompt_refused(request, session, "", f"Cannot regenerate: {error.message}.", status=422)
-    except GenerationActive:
-        return _prompt_refused(request, session, "", wording.STILL_WORKING, status=409)
-    if request.htmx:
-        return _done_elsewhere()
-    return redirect("session_detail", session_id=session.pk)
+    return _rerun(
+        request,
+        session_id,
+        lambda session: answer_regenerate(session=session, user=request.user),
+        refused="Cannot regenerate: {}.",
+    )
 
 
 @require_POST
 @login_required
 def session_edit(request: HttpRequest, session_id: int) -> HttpResponse:
     """The last prompt's Edit: the edited text is sent as the new last prompt."""
+    text = request.POST.get("text", "")
+    return _rerun(
+        request,
+        session_id,
+        lambda session: prompt_edit(session=session, user=request.user, text=text),
+        refused="Message {}.",
+    )
+
+
+def _rerun(
+    request: HttpRequest, session_id: int, start: Callable[[Session], object], *, refused: str
+) -> HttpResponse:
+    """Start a re-run of the session's last turn (Regenerate, Edit) and answer like a prompt:
+    the new turn reaches every viewer over the websocket; a refusal shows in the composer."""
     session = _session_or_404(request, session_id)
     try:
-        prompt_edit(session=session, user=request.user, text=request.POST.get("text", ""))
+        start(session)
     except SessionNotFound:
         raise Http404(NOT_FOUND) from None
     except InvalidInput as error:
-        return _prompt_refused(request, session, "", f"Message {error.message}.", status=422)
+        return _prompt_refused(request, session, "", refused.format(error.message), status=422)
     except GenerationActive:
         return _prompt_refused(request, session, "", wording.STILL_WORKING, status=409)
     if request.htmx:
