@@ -29,7 +29,7 @@ import time
 import urllib.request
 import uuid
 
-from devtools.testbed import ROOT, manage, percentile, throwaway_database
+from devtools.testbed import ROOT, manage, percentile, throwaway_database, wait_until
 
 AGENT_KINDS = ("claude", "codex", "gemini")
 TURNS = 2
@@ -170,7 +170,13 @@ def _child() -> None:
                         clock.wall.set(loop.next_attempt_at.timestamp())
                         generation_retry(loop_id=loop.pk, attempt=loop.attempt, clock=clock)
                         generation.refresh_from_db()
-                    time.sleep(0.5)  # the last push on its way
+                    # The last banner's push may still be on its way: wait for it, not a while.
+                    wait_until(
+                        lambda: len(viewer.banners) >= MAX_RETRIES,
+                        timeout=10,
+                        interval=0.02,
+                        what="the viewer holding every banner of the turn",
+                    )
                 with urllib.request.urlopen(
                     f"{mock_url}/_mock/requests?conversation={conversation}", timeout=10
                 ) as answer:
