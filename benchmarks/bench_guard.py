@@ -21,7 +21,7 @@ from recovery.clock import SystemClock
 from recovery.events import ModelCall, TextDelta, TextPart, Turn
 from recovery.guard import CancelToken, open_stream
 from recovery.mock.testing import running_mock_server
-from recovery.providers import StreamTimeouts, TargetConfig, adapter_for
+from recovery.providers import StreamTimeouts, TargetConfig, leased_adapter
 
 EVENTS = 5000
 REPEATS = 21  # medians of 21 interleaved pairs: stable on a shared, noisy machine
@@ -82,16 +82,17 @@ def _guarded(target: TargetConfig) -> Callable[[], int]:
 
 def _adapter_only(target: TargetConfig) -> Callable[[], int]:
     """The same decoder without the fence and watchdog: isolates what the guard itself costs."""
-    adapter = adapter_for(target, timeouts=StreamTimeouts())
     call = ModelCall(model="mock-1", turns=(Turn("user", (TextPart(PROMPT),)),))
     clock = SystemClock()
 
     def run() -> int:
-        stream = adapter.open(call, on_bytes=lambda count: None, clock=clock)
-        try:
-            return sum(1 for item in stream.items() if isinstance(item, TextDelta))
-        finally:
-            stream.close()
+        # Leased per stream, as the guard does, so both sides pay the cache's lookup.
+        with leased_adapter(target, timeouts=StreamTimeouts()) as adapter:
+            stream = adapter.open(call, on_bytes=lambda count: None, clock=clock)
+            try:
+                return sum(1 for item in stream.items() if isinstance(item, TextDelta))
+            finally:
+                stream.close()
 
     return run
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 
 from recovery.cancel import CancelToken
@@ -34,7 +35,7 @@ from recovery.events import (
     TurnEnd,
     Usage,
 )
-from recovery.providers import adapter_for
+from recovery.providers import leased_adapter
 from recovery.providers.base import ProviderAdapter, StreamTimeouts, TargetConfig
 from recovery.providers.failures import stamped, wire_failure
 from recovery.providers.transport import AbortScope
@@ -61,12 +62,13 @@ def open_stream(
             ...
         # failures: ProviderFailure with Evidence, its exposure stamped here
 
-    The target's adapter (and its SDK client's connection pool) is reused across calls.
+    The target's adapter (and its SDK client's connection pool) is reused across calls; the
+    stream holds it from the request until the stream ends.
     """
     clock = clock or SystemClock()
     timeouts = timeouts or StreamTimeouts()
     return GuardedStream(
-        adapter=adapter_for(target, timeouts=timeouts),
+        adapter=leased_adapter(target, timeouts=timeouts),
         call=call,
         target=target,
         cancel=cancel,
@@ -87,7 +89,7 @@ class GuardedStream:
     def __init__(
         self,
         *,
-        adapter: ProviderAdapter,
+        adapter: AbstractContextManager[ProviderAdapter],
         call: ModelCall,
         target: TargetConfig,
         cancel: CancelToken,
@@ -140,11 +142,13 @@ class GuardedStream:
         watchdog.start()
         raw = None
         held: list[StreamEvent] = []
+        lease = ExitStack()
         try:
             if self._abort is not None:
                 raise self._abort_failure()
+            adapter = lease.enter_context(self._adapter)
             with self._scope.bound():
-                raw = self._adapter.open(self._call, on_bytes=self._saw_bytes, clock=clock)
+                raw = adapter.open(self._call, on_bytes=self._saw_bytes, clock=clock)
             for item in raw.items():
                 cls = type(item)
                 if cls is TextDelta or cls is ThinkingDelta or cls is ToolCall:
@@ -191,8 +195,9 @@ class GuardedStream:
             self._waiting_since = None
             watchdog.stop()
             unsubscribe()
-            if raw is not None:
-                raw.close()
+            with lease:
+                if raw is not None:
+                    raw.close()
 
     def _release(self, held: list[StreamEvent]) -> Iterator[StreamEvent]:
         self._waiting_since = None
