@@ -65,9 +65,13 @@ class DirectDriver:
             self.config = target_config_for(turn.target, session_id=turn.session.pk)
         except TargetUnusable as unusable:
             raise TurnFailed(HandedBack(code=unusable.code, detail=unusable.detail)) from None
-        for _ in range(MAX_MODEL_CALLS):
+        for number in range(MAX_MODEL_CALLS):
             if turn.cancel.cancelled:
                 return TurnResult.STOPPED
+            if number:
+                # A call that continues after tools is a new request to the target: it waits on
+                # the shared health too (Turn checked the first; CallHeld defers the turn).
+                turn.admit_call(retry=False)
             call = model_call_build(
                 session_id=turn.session.pk, model=self.config.model, tools=tool_specs()
             )

@@ -57,7 +57,9 @@ def generation_run(
     try:
         generation = generation_claim(generation_id=generation_id)
         if generation is None:
-            logger.info("generation %s not claimed: already claimed, or held in line", generation_id)
+            logger.info(
+                "generation %s not claimed: already claimed, or held in line", generation_id
+            )
             return None
         if generation.claimed_at is not None:
             waited_s = (generation.claimed_at - generation.created_at).total_seconds()
@@ -128,7 +130,9 @@ def _retry_run(
         pk=loop.generation_id
     )
     # A failover moved the loop to another target; otherwise it is the session's own.
-    target = ProviderTarget.objects.filter(name=loop.target_name).first() or generation.session.target
+    target = (
+        ProviderTarget.objects.filter(name=loop.target_name).first() or generation.session.target
+    )
     turn = Turn(
         generation=generation,
         target=target,

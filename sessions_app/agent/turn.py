@@ -46,6 +46,7 @@ from sessions_app.services.ladder import attempt_committed, attempt_defer, failu
 
 logger = logging.getLogger(__name__)
 
+
 class TurnResult(enum.StrEnum):
     SUCCEEDED = "succeeded"
     STOPPED = "stopped"
@@ -79,6 +80,14 @@ class TurnFailed(Exception):
     def __init__(self, failure: TurnFailure) -> None:
         super().__init__(failure)
         self.failure = failure
+
+
+class CallHeld(Exception):
+    """The target's shared health refused the turn's next model call: none was made."""
+
+    def __init__(self, admission: Admission) -> None:
+        super().__init__(admission.refusal)
+        self.admission = admission
 
 
 class Driver(Protocol):
@@ -126,19 +135,26 @@ class Turn:
             self._banner_pending_retirement = False
             attempt_committed(generation_id=self.generation.pk)
 
+    def admit_call(self, *, retry: bool) -> None:
+        """Before every model call (``retry``: the first call of a scheduled retry): every worker
+        shares the target's health, and while it is unwell (circuit open, a probe in flight, a
+        Retry-After, the retry budget spent) the call waits instead of being made. Raises
+        CallHeld then; the turn waits like a failed call, without an attempt spent."""
+        admission = health_admit(target_name=self.target.name, now=self.clock.now(), retry=retry)
+        if not admission.allowed:
+            raise CallHeld(admission)
+
     def execute(self, driver: Driver, *, stop_poll_interval_s: float) -> None:
         # Every log line of the turn carries its id: generation and attempt.
         with bound(turn_id=f"{self.generation.pk}:{self.attempt}"):
             self._execute(driver, stop_poll_interval_s=stop_poll_interval_s)
 
     def _execute(self, driver: Driver, *, stop_poll_interval_s: float) -> None:
-        # Every worker shares the target's health: while it is unwell (circuit open, a probe in
-        # flight, a Retry-After, the retry budget spent) the call waits instead of being made.
-        admission = health_admit(
-            target_name=self.target.name, now=self.clock.now(), retry=self.retrying
-        )
-        if not admission.allowed:
-            self._defer(driver, admission)
+        # The first call is asked for before the stop watcher starts: a held turn costs no more.
+        try:
+            self.admit_call(retry=self.retrying)
+        except CallHeld as held:
+            self._defer(driver, held.admission, call="retry" if self.retrying else "first call")
             return
         with StopWatcher(
             generation_id=self.generation.pk,
@@ -147,6 +163,9 @@ class Turn:
         ):
             try:
                 result = driver.run(self)
+            except CallHeld as held:  # a later model call of the turn (after its tools ran)
+                self._defer(driver, held.admission, call="a call after tools")
+                return
             except TurnFailed as failed:
                 if self.cancel.cancelled:
                     self._end_stopped(driver)
@@ -164,7 +183,7 @@ class Turn:
         else:
             self._end_stopped(driver)
 
-    def _defer(self, driver: Driver, admission: Admission) -> None:
+    def _defer(self, driver: Driver, admission: Admission, *, call: str) -> None:
         decision = attempt_defer(
             generation=self.generation,
             admission=admission,
@@ -180,7 +199,7 @@ class Turn:
             logger.info(
                 "generation %s: %s held back by %s's health (%s)",
                 self.generation.pk,
-                "retry" if self.retrying else "first call",
+                call,
                 self.target.name,
                 admission.refusal,
             )

@@ -19,9 +19,10 @@ from recovery.budget import Budget
 from recovery.health import CircuitState, HealthSettings, Refusal
 from recovery.mock.testing import SplitClock
 from recovery.wording import RETRIES_SPACED_OUT, shared_trouble_reason
+from sessions_app.agent import direct
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
-from sessions_app.models import Message, PromptGeneration
+from sessions_app.models import Message, Note, PromptGeneration
 from sessions_app.selectors import session_snapshot
 from sessions_app.services import prompt_submit
 from sessions_app.services.health import health_admit, health_failure, health_read
@@ -257,3 +258,39 @@ def test_with_redis_down_turns_still_run_and_the_outage_is_logged(
     assert generation.state == State.SUCCEEDED
     assert mock_provider.count() == 2
     assert any("shared state unavailable" in record.getMessage() for record in caplog.records)
+
+
+def test_a_call_after_tools_waits_on_the_circuit_and_the_tool_never_runs_twice(
+    chat, owner, clock, mock_provider, health, retry_settings, monkeypatch
+):
+    """The circuit opens (other sessions' failures) while a turn runs its tool: the turn's next
+    model call is not made; the turn waits with the everyone-banner and goes on after the probe."""
+    retry_settings(jitter=0)
+    real_tool_run = direct.tool_run
+
+    def tool_run_while_the_target_fails(**kwargs):
+        output = real_tool_run(**kwargs)
+        for offset in range(3):  # other workers' calls fail meanwhile: the circuit opens
+            health_failure(target_name="Mock", now=clock.now() + offset, code="provider_overloaded")
+        return output
+
+    monkeypatch.setattr(direct, "tool_run", tool_run_while_the_target_fails)
+
+    generation = run_prompt(chat, owner, '/tool append_note {"text": "buy milk"} please', clock)
+
+    assert mock_provider.count() == 1  # the call asking for the tool; its follow-up was held
+    assert generation.state == State.WAITING_RETRY
+    assert notice_of(chat)["reason"] == OVERLOADED_FOR_EVERYONE
+    assert list(Note.objects.filter(session=chat).values_list("text", flat=True)) == ["buy milk"]
+
+    opened = health_read(target_name="Mock")
+    assert opened.state is CircuitState.OPEN
+    run_due(RetryLoop.objects.get(generation=generation), clock)  # the probe: the follow-up call
+
+    generation.refresh_from_db()
+    assert generation.state == State.SUCCEEDED
+    assert mock_provider.count() == 2
+    assert health_read(target_name="Mock").state is CircuitState.CLOSED
+    assert list(Note.objects.filter(session=chat).values_list("text", flat=True)) == ["buy milk"]
+    assert Message.objects.filter(session=chat, role=Message.Role.TOOL_RESULT).count() == 1
+    assert not RetryNotice.objects.live().exists()
