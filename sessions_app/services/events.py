@@ -33,14 +33,18 @@ def event_append(*, session: Session, type: str, payload: dict[str, Any]) -> Ses
         event = SessionEvent.objects.create(
             session_id=session.pk, seq=seq, type=type, payload=payload
         )
-        session_id = session.pk
-        written_at = time.monotonic()
-        transaction.on_commit(
-            lambda: event_push(
-                session_id=session_id, seq=seq, event=type, payload=payload, written_at=written_at
-            )
-        )
+        event_push_on_commit(session_id=session.pk, seq=seq, type=type, payload=payload)
         if type in event_names.BOARD_EVENTS:
             transaction.on_commit(lambda: board_push(owner_id=owner_id))
     session.last_seq = seq
     return event
+
+
+def event_push_on_commit(*, session_id: int, seq: int, type: str, payload: dict[str, Any]) -> None:
+    """Push an event written in the current transaction once it commits (at once in autocommit)."""
+    written_at = time.monotonic()
+    transaction.on_commit(
+        lambda: event_push(
+            session_id=session_id, seq=seq, event=type, payload=payload, written_at=written_at
+        )
+    )

@@ -35,7 +35,8 @@ def sql_parameters_while(action) -> list[str]:
     seen: list[str] = []
 
     def record(execute, sql, params, many, context):
-        seen.extend(p for p in (params or ()) if isinstance(p, str))
+        values = params.values() if isinstance(params, dict) else (params or ())
+        seen.extend(p for p in values if isinstance(p, str))
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(record):
