@@ -12,6 +12,14 @@ Every delta passes through a credential-tier ``StreamRedactor`` first (one per m
 secret split across deltas is still removed); the text it still holds (a possible start of a
 secret) is written when the message closes.
 
+The streams of one worker process share a budget of flushes per second
+(``KANDEV_STREAM_FLUSHES_PER_S``): while more messages stream at once than the budget over the
+interval, every writer's interval stretches to streams / budget. Twenty streams flush every
+0.1 s as usual; 200 at once flush every second each, so the box's writes and pushes (and the
+frames Daphne sends) stay bounded however many answers stream, instead of every stream, and every
+new prompt, falling behind together (issue 13: 200 streams at 0.1 s took 252 s to finish 7.5 s
+answers and new prompts waited 12 s for their first request).
+
 Trade-off: a buffered tail waits for the next delta (or the close) to be written; with the
 default 0.1 s interval that is invisible in practice, and it keeps every write on the worker's
 own thread, which is what makes the ordering of events simple.
@@ -19,6 +27,7 @@ own thread, which is what makes the ordering of events simple.
 
 from __future__ import annotations
 
+import threading
 from typing import Protocol
 
 from recovery.redact import StreamRedactor
@@ -30,6 +39,29 @@ class MonotonicClock(Protocol):
     def monotonic(self) -> float: ...
 
 
+class OpenStreams:
+    """How many messages of this process are streaming now (shared by its turn threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def opened(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def closed(self) -> None:
+        with self._lock:
+            self._count = max(0, self._count - 1)
+
+
+OPEN_STREAMS = OpenStreams()
+
+
 class StreamWriter:
     def __init__(
         self,
@@ -38,10 +70,17 @@ class StreamWriter:
         generation: PromptGeneration,
         flush_interval_s: float,
         clock: MonotonicClock,
+        flushes_per_s: float = 0.0,
+        streams: OpenStreams = OPEN_STREAMS,
     ) -> None:
+        """``flushes_per_s``: the process's budget shared with every other open stream (0: no
+        budget, always ``flush_interval_s``)."""
         self._session = session
         self._generation = generation
         self._interval = flush_interval_s
+        self._flushes_per_s = flushes_per_s
+        self._streams = streams
+        self._counted = False  # this writer's open message is in ``streams``
         self._clock = clock
         self._message: Message | None = None
         self._pending = ""
@@ -52,6 +91,13 @@ class StreamWriter:
     @property
     def open_message(self) -> Message | None:
         return self._message
+
+    @property
+    def interval_s(self) -> float:
+        """The interval between flushes now: the base one, or the shared budget's share."""
+        if self._flushes_per_s <= 0:
+            return self._interval
+        return max(self._interval, self._streams.count / self._flushes_per_s)
 
     def delta(self, *, role: str, text: str) -> None:
         if not text:
@@ -71,11 +117,18 @@ class StreamWriter:
                 text=text,
                 status=Message.Status.STREAMING,
             )
+            self._count_open()
             self._last_write = now
             return
         self._pending += text
-        if now - self._last_write >= self._interval:
+        since = now - self._last_write
+        if since >= self._interval and since >= self.interval_s:
             self.flush(now=now)
+
+    def _count_open(self) -> None:
+        if not self._counted:
+            self._counted = True
+            self._streams.opened()
 
     def flush(self, *, now: float | None = None) -> None:
         if self._message is None or not self._pending:
@@ -101,9 +154,14 @@ class StreamWriter:
                 return
         else:
             self._pending += held
-        message_finish(
-            message=self._message, status=status, incomplete=incomplete, tail=self._pending
-        )
+        try:
+            message_finish(
+                message=self._message, status=status, incomplete=incomplete, tail=self._pending
+            )
+        finally:
+            if self._counted:
+                self._counted = False
+                self._streams.closed()
         self._pending = ""
         self._message = None
         self._role = ""

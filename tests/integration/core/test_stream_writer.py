@@ -8,9 +8,11 @@ import pytest
 
 from recovery.clock import FakeClock
 from sessions_app import events as ev
-from sessions_app.agent.coalescer import StreamWriter
+from sessions_app.agent import coalescer
+from sessions_app.agent.coalescer import OpenStreams, StreamWriter
 from sessions_app.models import Message, SessionEvent
 from sessions_app.services import event_append, generation_claim, prompt_submit
+from tests.support.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -106,3 +108,67 @@ def test_a_key_streamed_across_deltas_is_never_stored_or_pushed(session, writer_
     message = Message.objects.get(session=session, role="assistant")
     assert message.text == "Set OPENAI_API_KEY=[REDACTED] and thinking [REDACTED] done."
     assert not any("Vb7q" in payload["text"] for payload in appended(session))
+
+
+def _writer(session, owner, clock, streams, *, flushes_per_s=200.0):
+    generation = generation_claim(
+        generation_id=prompt_submit(session=session, user=owner, text="go").pk
+    )
+    return StreamWriter(
+        session=session, generation=generation, flush_interval_s=0.1, clock=clock,
+        flushes_per_s=flushes_per_s, streams=streams,
+    )  # fmt: skip
+
+
+def test_many_streams_at_once_share_the_processs_flush_budget(session, owner):
+    """With 199 other streams open and a budget of 200 flushes/s, each flushes once a second."""
+    clock, streams = FakeClock(), OpenStreams()
+    for _ in range(199):
+        streams.opened()
+    writer = _writer(session, owner, clock, streams)
+    writer.delta(role="assistant", text="Hel")
+    assert streams.count == 200 and writer.interval_s == pytest.approx(1.0)
+
+    for piece in ("lo", ", ", "wor", "ld"):  # 0.2 s apart: past the base interval, within 1 s
+        clock.advance(0.2)
+        writer.delta(role="assistant", text=piece)
+    assert appended(session) == []
+    clock.advance(0.2)
+    writer.delta(role="assistant", text="!")
+    message = Message.objects.get(session=session, role="assistant")
+    assert appended(session) == [{"id": message.pk, "offset": 3, "text": "lo, world!"}]
+
+    writer.close()
+    assert streams.count == 199  # its own stream no longer counts
+    message.refresh_from_db()
+    assert message.text == "Hello, world!"
+
+
+def test_a_few_streams_keep_the_base_interval_and_no_budget_means_no_sharing(session, owner):
+    clock, streams = FakeClock(), OpenStreams()
+    for _ in range(9):
+        streams.opened()
+    writer = _writer(session, owner, clock, streams)
+    writer.delta(role="assistant", text="a")
+    assert writer.interval_s == pytest.approx(0.1)  # 10 streams / 200 per s = 0.05 s < 0.1 s
+    for _ in range(1000):
+        streams.opened()
+    unlimited = _writer(
+        SessionFactory(owner=owner, target=session.target), owner, clock, streams, flushes_per_s=0
+    )
+    assert unlimited.interval_s == pytest.approx(0.1)
+
+
+def test_a_stream_that_fails_to_finish_still_stops_counting(session, owner, monkeypatch):
+    clock, streams = FakeClock(), OpenStreams()
+    writer = _writer(session, owner, clock, streams)
+    writer.delta(role="assistant", text="partial")
+    assert streams.count == 1
+
+    def finish_fails(**kwargs):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(coalescer, "message_finish", finish_fails)
+    with pytest.raises(RuntimeError):
+        writer.close()
+    assert streams.count == 0

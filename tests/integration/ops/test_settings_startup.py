@@ -36,6 +36,8 @@ def start_up(**env: str) -> subprocess.CompletedProcess[str]:
         ("KANDEV_IDLE_TIMEOUT", "soon"),
         ("KANDEV_NO_PROGRESS_TIMEOUT", "7200"),
         ("KANDEV_STREAM_FLUSH_INTERVAL", "often"),
+        ("KANDEV_STREAM_FLUSHES_PER_S", "-1"),
+        ("KANDEV_STREAM_FLUSHES_PER_S", "nan"),
         ("KANDEV_AGENT_NODE", "node"),
         ("KANDEV_AGENT_EXIT_GRACE_S", "-1"),
         ("KANDEV_AGENT_EXIT_GRACE_S", "soon"),
