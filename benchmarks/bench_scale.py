@@ -48,9 +48,10 @@ PEOPLE = SESSIONS // 2
 VIEWERS_PER_SESSION = 2
 SAMPLE_INTERVAL_S = 0.1
 CONNECTING_AT_ONCE = 20
-# 200 prompts over 5 s, each answer streaming 7.5 s: the last prompts meet every session streaming.
-SUBMIT_PER_S = 40
-ANSWER_WORDS = 450
+# 200 prompts over 20 s (a busy box: ten people a second pressing Send), each answer streaming
+# 25 s (500 deltas 50 ms apart): the last prompts arrive while every other session still streams.
+SUBMIT_PER_S = float(os.environ.get("KANDEV_BENCH_SCALE_RATE") or 10)
+ANSWER_WORDS = 1500
 PROMPT = f"[[mock:long:{ANSWER_WORDS}:3:50]] hello from session {{session_id}}"
 ANSWER = "".join(f"w{i} " for i in range(ANSWER_WORDS))
 LONG_PROMPT = "[[mock:ping-stall:20000]] a long one {n}"

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
 from sessions_app import events as event_names
 from sessions_app.models import Session, SessionEvent
 from sessions_app.push import board_push, event_push
+
+# The session's next seq and the event, in one statement: UPDATE ... RETURNING takes the session
+# row lock (concurrent writers get unique, gap-free seqs in commit order) and the INSERT uses the
+# seq it returns. Every transcript write and state change appends events, so this is one round
+# trip instead of the ORM's four (savepoint, locked read, update, insert) plus a release.
+_EVENT_SQL = f"""
+WITH seq AS (
+    UPDATE {Session._meta.db_table} SET last_seq = last_seq + 1 WHERE id = %(session)s
+    RETURNING last_seq, owner_id
+)
+INSERT INTO {SessionEvent._meta.db_table} (session_id, seq, type, payload, created_at)
+SELECT %(session)s, last_seq, %(type)s, %(payload)s::jsonb, %(now)s FROM seq
+RETURNING id, seq, (SELECT owner_id FROM seq)
+"""
 
 
 def event_append(*, session: Session, type: str, payload: dict[str, Any]) -> SessionEvent:
@@ -22,21 +38,25 @@ def event_append(*, session: Session, type: str, payload: dict[str, Any]) -> Ses
     """
     if type not in event_names.ALL:
         raise ValueError(f"unknown session event type {type!r}")
-    with transaction.atomic():
-        last_seq, owner_id = (
-            Session.objects.select_for_update()
-            .values_list("last_seq", "owner_id")
-            .get(pk=session.pk)
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _EVENT_SQL,
+            {"session": session.pk, "type": type, "payload": json.dumps(payload), "now": now},
         )
-        seq = last_seq + 1
-        Session.objects.filter(pk=session.pk).update(last_seq=seq)
-        event = SessionEvent.objects.create(
-            session_id=session.pk, seq=seq, type=type, payload=payload
-        )
-        event_push_on_commit(session_id=session.pk, seq=seq, type=type, payload=payload)
-        if type in event_names.BOARD_EVENTS:
-            transaction.on_commit(lambda: board_push(owner_id=owner_id))
+        row = cursor.fetchone()
+    if row is None:
+        raise Session.DoesNotExist(f"session {session.pk} does not exist")
+    event_id, seq, owner_id = row
+    event_push_on_commit(session_id=session.pk, seq=seq, type=type, payload=payload)
+    if type in event_names.BOARD_EVENTS:
+        transaction.on_commit(lambda: board_push(owner_id=owner_id))
     session.last_seq = seq
+    event = SessionEvent(
+        pk=event_id, session_id=session.pk, seq=seq, type=type, payload=payload, created_at=now
+    )
+    event._state.adding = False
+    event._state.db = connection.alias
     return event
 
 
