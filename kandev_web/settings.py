@@ -318,7 +318,7 @@ KANDEV_MAX_WS_FRAME_BYTES = env_int("KANDEV_MAX_WS_FRAME_BYTES", 16 * 1024)
 KANDEV_STREAM_FLUSH_INTERVAL = env_float("KANDEV_STREAM_FLUSH_INTERVAL", 0.1)
 # Flushes per second shared by every stream of one worker process: with more streams than this
 # times the interval, each stream flushes less often (0: no shared budget).
-KANDEV_STREAM_FLUSHES_PER_S = env_float("KANDEV_STREAM_FLUSHES_PER_S", 200.0)
+KANDEV_STREAM_FLUSHES_PER_S = env_float("KANDEV_STREAM_FLUSHES_PER_S", 100.0)
 if not KANDEV_STREAM_FLUSHES_PER_S >= 0:  # also refuses nan
     raise ImproperlyConfigured(
         f"KANDEV_STREAM_FLUSHES_PER_S must not be negative, got {KANDEV_STREAM_FLUSHES_PER_S}"

@@ -13,12 +13,14 @@ secret split across deltas is still removed); the text it still holds (a possibl
 secret) is written when the message closes.
 
 The streams of one worker process share a budget of flushes per second
-(``KANDEV_STREAM_FLUSHES_PER_S``): while more messages stream at once than the budget over the
-interval, every writer's interval stretches to streams / budget. Twenty streams flush every
-0.1 s as usual; 200 at once flush every second each, so the box's writes and pushes (and the
+(``KANDEV_STREAM_FLUSHES_PER_S``, 100): while more messages stream at once than the budget
+times the interval, every writer's interval stretches to streams / budget. Ten streams flush
+every 0.1 s as usual; 200 at once flush every 2 s each, so the box's writes and pushes (and the
 frames Daphne sends) stay bounded however many answers stream, instead of every stream, and every
-new prompt, falling behind together (issue 13: 200 streams at 0.1 s took 252 s to finish 7.5 s
-answers and new prompts waited 12 s for their first request).
+new prompt, falling behind together. Measured with bench_scale (200 answers of 25 s, all
+streaming at once): with a budget of 200/s the last answer finished 20 s late and new prompts
+waited 2.99 s (p99) for their first request; with 100/s, 3 s late and 1.82 s. Without a budget
+(every stream every 0.1 s) even 7.5 s answers finished 78 s late.
 
 Trade-off: a buffered tail waits for the next delta (or the close) to be written; with the
 default 0.1 s interval that is invisible in practice, and it keeps every write on the worker's
