@@ -529,6 +529,12 @@ if SECURE_HSTS_SECONDS < 0:
 # Snapshot/resume requests one socket may make: a burst, then this many a minute (consumers.py).
 KANDEV_WS_SYNC_BURST = env_int("KANDEV_WS_SYNC_BURST", 5)
 KANDEV_WS_SYNCS_PER_MINUTE = env_float("KANDEV_WS_SYNCS_PER_MINUTE", 12.0)
+# Seconds of quiet after a live event before a socket checks that no push was lost.
+KANDEV_WS_QUIET_CHECK_S = env_float("KANDEV_WS_QUIET_CHECK_S", 2.0)
+if not KANDEV_WS_QUIET_CHECK_S > 0:
+    raise ImproperlyConfigured(
+        f"KANDEV_WS_QUIET_CHECK_S must be positive, got {KANDEV_WS_QUIET_CHECK_S}"
+    )
 if KANDEV_WS_SYNC_BURST < 1 or KANDEV_WS_SYNCS_PER_MINUTE <= 0:
     raise ImproperlyConfigured("KANDEV_WS_SYNC_BURST must be >= 1, KANDEV_WS_SYNCS_PER_MINUTE > 0")
 

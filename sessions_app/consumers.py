@@ -13,7 +13,10 @@ Protocol (server frames are HTML for htmx's ws extension, see frames.py):
    a fresh snapshot is sent. A ``{"type": "resume", "last_seq": N}`` frame does the same at any
    time; ``{"type": "snapshot"}`` asks for a snapshot.
 4. Live: group pushes with seq <= what this socket already sent are dropped (dedupe); a seq that
-   skips ahead means a push was lost, so the missing events are read from Postgres.
+   skips ahead means a push was lost, so the missing events are read from Postgres. A lost push
+   with nothing after it (a turn's last events, dropped by an overloaded box) has no later seq to
+   show the gap: once the session has been quiet for KANDEV_WS_QUIET_CHECK_S after the sync or
+   a live event, the socket reads the session's last seq once and catches up if it is behind.
 
 Every frame sent is at most frames.MAX_FRAME_BYTES: a replay goes out as several frames of whole
 events, and a frame still larger (a long transcript's snapshot, a long answer) in parts that
@@ -29,6 +32,8 @@ page cannot make the server render snapshots as fast as it can send.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -117,11 +122,19 @@ async def _viewers_move(delta: int) -> None:
     await sync_to_async(metrics.count, thread_sensitive=False)(metrics.CONNECTED_VIEWERS, delta)
 
 
+def _last_seq(*, session_id: int) -> int | None:
+    return Session.objects.filter(pk=session_id).values_list("last_seq", flat=True).first()
+
+
 class SessionConsumer(AsyncWebsocketConsumer):
     session_id: int
     group: str | None = None
     # The highest seq this socket has brought the browser to; None until the first sync.
     sent_seq: int | None = None
+    # When (loop time) to check that no push went missing since the last sync or live event;
+    # None: nothing sent since the last check.
+    verify_at: float | None = None
+    _quiet_watch: asyncio.Task | None = None
 
     def __init__(self, *args: Any, clock: Callable[[], float] = time.monotonic, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -148,11 +161,34 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await _viewers_move(1)
         last_seq = _query_last_seq(self.scope.get("query_string", b""))
         await self.sync(after_seq=last_seq)
+        # A push lost between the read and the first live event is checked for too.
+        self.verify_at = asyncio.get_running_loop().time() + settings.KANDEV_WS_QUIET_CHECK_S
+        self._quiet_watch = asyncio.create_task(self._watch_quiet())
 
     async def disconnect(self, code: int) -> None:
+        if self._quiet_watch is not None:
+            self._quiet_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._quiet_watch
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await _viewers_move(-1)
+
+    async def _watch_quiet(self) -> None:
+        """Ask this consumer (through its own channel, so the check runs between messages and
+        never inside another frame's parts) to verify, once the session went quiet."""
+        quiet_s = settings.KANDEV_WS_QUIET_CHECK_S
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(quiet_s / 2)
+            if self.verify_at is not None and loop.time() >= self.verify_at:
+                self.verify_at = None
+                await self.channel_layer.send(self.channel_name, {"type": "session.verify"})
+
+    async def session_verify(self, message: dict[str, Any]) -> None:
+        last = await database_sync_to_async(_last_seq)(session_id=self.session_id)
+        if last is not None and self.sent_seq is not None and last > self.sent_seq:
+            await self.sync(after_seq=self.sent_seq)
 
     async def sync(self, *, after_seq: int | None) -> None:
         """Bring the browser from ``after_seq`` (None: from nothing) to the present."""
@@ -186,6 +222,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         event = {"seq": seq, "event": message["event"], "payload": message["payload"]}
         await self._send_parts(_live_frames.frame(session_id=self.session_id, event=event))
         self.sent_seq = seq
+        self.verify_at = asyncio.get_running_loop().time() + settings.KANDEV_WS_QUIET_CHECK_S
 
     async def _send_parts(self, parts: list[str]) -> None:
         """One frame's parts (frames.frame_parts), back to back: nothing else is sent between

@@ -201,6 +201,36 @@ async def test_a_lost_push_is_filled_in_from_postgres(socket_for, owner, session
     await socket.disconnect()
 
 
+@override_settings(KANDEV_WS_QUIET_CHECK_S=0.2)
+async def test_a_lost_last_push_is_caught_up_once_the_session_goes_quiet(
+    socket_for, owner, session
+):
+    """The turn's last events were written but their pushes were lost (an overloaded box drops
+    them after PUSH_TIMEOUT_S): there is no later event to reveal the gap, so the socket checks
+    the session's last seq once things go quiet after a live event."""
+    socket = await connected(socket_for, owner, f"/ws/sessions/{session.pk}/")
+    await socket.receive_from()
+    await write_user_message(session, "live")
+    live = parse_header(await socket.receive_from())["last"]
+    lost = await write_event_without_push(session)
+
+    frame = await socket.receive_from(timeout=3)
+
+    assert parse_header(frame) == {"kind": "events", "first": live + 1, "last": lost}
+    assert await socket.receive_nothing(timeout=0.6)  # checked once, not over and over
+    await socket.disconnect()
+
+
+@override_settings(KANDEV_WS_QUIET_CHECK_S=0.2)
+async def test_a_push_lost_right_after_connecting_is_caught_up_too(socket_for, owner, session):
+    socket = await connected(socket_for, owner, f"/ws/sessions/{session.pk}/")
+    covered = parse_header(await socket.receive_from())["last"]
+    lost = await write_event_without_push(session)
+    frame = await socket.receive_from(timeout=3)
+    assert parse_header(frame) == {"kind": "events", "first": covered + 1, "last": lost}
+    await socket.disconnect()
+
+
 @sync_to_async
 def stream_and_retract(session: Session) -> tuple[Message, int]:
     message = message_create(
