@@ -272,7 +272,7 @@ async def _submit(
             body = await response.text()
             if response.status != 202:
                 raise RuntimeError(f"prompt refused: {response.status} {body[:200]}")
-        return {**job, "submitted": submitted}
+        return {**job, "submitted": submitted, "accepted": time.time()}
 
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as http:
@@ -352,6 +352,11 @@ async def _run_stack(env: dict[str, str], logs: Path, database_url: str, databas
         sampler.join(timeout=5)
         fairness = await _fairness(base_url, tokens, database_url, setup)
         first = _first_requests(mock_url)
+        # Each prompt's times, for reading a slow tail: sent, accepted (202), first request.
+        (logs / "waits.json").write_text(json.dumps([
+            {**job, "first_request": first.get(_conversation(job["session"]))}
+            for job in submitted
+        ]))  # fmt: skip
         return {
             "pool": pool, "concurrency": concurrency, "workers": worker_count, "seconds": seconds,
             "waits": _waits(submitted, first), "checked": checked,
