@@ -156,6 +156,7 @@ def running_stack(stack_settings: dict[str, str] | None = None) -> Iterator[Stac
             check=True,
             timeout=120,
         )
+        LOG_DIR.mkdir(parents=True, exist_ok=True)  # a KANDEV_E2E_LOG_DIR not made yet
         # Started together, then waited for: the mock is up long before Daphne.
         servers = [
             (processes.mock(port=mock_port), LOG_DIR / "kandev-e2e-mock.log"),
