@@ -7,10 +7,9 @@ failure tells the policy that replaying would show the viewer the same output tw
 
 Timeouts are enforced by a watchdog thread that shuts the attempt's socket down, because a
 thread blocked in recv() cannot be woken any other way; the same path serves cancellation. One
-watchdog thread serves every guarded stream of the process: a thread per stream, each waking
-four times a second, made 800 wake-ups a second at 200 streams, every one of them a turn for
-the GIL that the streams' own threads and the turns starting were waiting for. Three timeouts,
-all configurable per target (``StreamTimeouts``):
+watchdog thread serves every guarded stream of the process (a thread per stream, each waking
+four times a second, made 200 more threads and 800 wake-ups a second at 200 streams). Three
+timeouts, all configurable per target (``StreamTimeouts``):
 
 - first chunk: from the request until the provider's first byte after the headers. Any byte
   counts (a ping, a keepalive, message_start): a provider that pings while it reasons is alive.

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -59,6 +60,8 @@ from sessions_app.frames import (
 from sessions_app.models import Session
 from sessions_app.selectors import events_after, session_for_user, session_snapshot
 from sessions_app.socket_limits import FrameRefused, TokenBucket, frame_parse
+
+logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -183,7 +186,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await asyncio.sleep(quiet_s / 2)
             if self.verify_at is not None and loop.time() >= self.verify_at:
                 self.verify_at = None
-                await self.channel_layer.send(self.channel_name, {"type": "session.verify"})
+                try:
+                    await self.channel_layer.send(self.channel_name, {"type": "session.verify"})
+                except Exception:  # noqa: BLE001 - Redis away: a later event or resume catches up
+                    logger.warning("quiet check of session %s not sent", self.session_id)
 
     async def session_verify(self, message: dict[str, Any]) -> None:
         last = await database_sync_to_async(_last_seq)(session_id=self.session_id)

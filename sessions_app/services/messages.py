@@ -77,9 +77,8 @@ def _streamed(message: Message) -> _Streamed:
 
 
 # One flush of a streaming message in one statement, so one round trip: the chunk, the row's
-# updated_at, the session's next seq (UPDATE ... RETURNING takes the session row lock, as
-# event_append's SELECT FOR UPDATE does, so seqs stay gap-free in commit order) and the
-# message.appended event. Hundreds of turns flush several times a second each; the ORM's nine
+# updated_at, the session's next seq (UPDATE ... RETURNING takes the session row lock, as in
+# event_append, so seqs stay gap-free in commit order) and the message.appended event. Hundreds of turns flush several times a second each; the ORM's nine
 # statements (a savepoint, a lock read, a write per table) cost a pooled connection nine round
 # trips per flush and most of the worker's CPU (issue 13: 200 streams at once fell minutes behind).
 _APPEND_SQL = f"""
