@@ -33,7 +33,6 @@ page cannot make the server render snapshots as fast as it can send.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -134,10 +133,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
     group: str | None = None
     # The highest seq this socket has brought the browser to; None until the first sync.
     sent_seq: int | None = None
-    # When (loop time) to check that no push went missing since the last sync or live event;
-    # None: nothing sent since the last check.
-    verify_at: float | None = None
-    _quiet_watch: asyncio.Task | None = None
+    # The pending check that no push went missing since the last sync or live event.
+    _quiet_check: asyncio.TimerHandle | None = None
+    _verifying: asyncio.Task | None = None
 
     def __init__(self, *args: Any, clock: Callable[[], float] = time.monotonic, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -164,32 +162,39 @@ class SessionConsumer(AsyncWebsocketConsumer):
         await _viewers_move(1)
         last_seq = _query_last_seq(self.scope.get("query_string", b""))
         await self.sync(after_seq=last_seq)
-        # A push lost between the read and the first live event is checked for too.
-        self.verify_at = asyncio.get_running_loop().time() + settings.KANDEV_WS_QUIET_CHECK_S
-        self._quiet_watch = asyncio.create_task(self._watch_quiet())
+        self._check_when_quiet()  # a push lost between the read and the first live event too
 
     async def disconnect(self, code: int) -> None:
-        if self._quiet_watch is not None:
-            self._quiet_watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._quiet_watch
+        if self._quiet_check is not None:
+            self._quiet_check.cancel()
+            self._quiet_check = None
+        if self._verifying is not None:
+            self._verifying.cancel()
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await _viewers_move(-1)
 
-    async def _watch_quiet(self) -> None:
-        """Ask this consumer (through its own channel, so the check runs between messages and
-        never inside another frame's parts) to verify, once the session went quiet."""
-        quiet_s = settings.KANDEV_WS_QUIET_CHECK_S
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(quiet_s / 2)
-            if self.verify_at is not None and loop.time() >= self.verify_at:
-                self.verify_at = None
-                try:
-                    await self.channel_layer.send(self.channel_name, {"type": "session.verify"})
-                except Exception:  # noqa: BLE001 - Redis away: a later event or resume catches up
-                    logger.warning("quiet check of session %s not sent", self.session_id)
+    def _check_when_quiet(self) -> None:
+        """(Re)schedule the quiet check KANDEV_WS_QUIET_CHECK_S from now: one timer per socket,
+        moved by every live event, so a busy session costs no checks and a quiet one one."""
+        if self._quiet_check is not None:
+            self._quiet_check.cancel()
+        self._quiet_check = asyncio.get_running_loop().call_later(
+            settings.KANDEV_WS_QUIET_CHECK_S, self._quiet_due
+        )
+
+    def _quiet_due(self) -> None:
+        # Held here: the loop keeps only a weak reference to a task.
+        self._verifying = asyncio.get_running_loop().create_task(self._ask_verify())
+
+    async def _ask_verify(self) -> None:
+        """Through this consumer's own channel, so the check runs between messages and never
+        inside another frame's parts."""
+        self._quiet_check = None
+        try:
+            await self.channel_layer.send(self.channel_name, {"type": "session.verify"})
+        except Exception:  # noqa: BLE001 - Redis away: a later event or resume catches up
+            logger.warning("quiet check of session %s not sent", self.session_id)
 
     async def session_verify(self, message: dict[str, Any]) -> None:
         last = await database_sync_to_async(_last_seq)(session_id=self.session_id)
@@ -228,7 +233,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         event = {"seq": seq, "event": message["event"], "payload": message["payload"]}
         await self._send_parts(_live_frames.frame(session_id=self.session_id, event=event))
         self.sent_seq = seq
-        self.verify_at = asyncio.get_running_loop().time() + settings.KANDEV_WS_QUIET_CHECK_S
+        self._check_when_quiet()
 
     async def _send_parts(self, parts: list[str]) -> None:
         """One frame's parts (frames.frame_parts), back to back: nothing else is sent between
