@@ -17,15 +17,16 @@ from sessions_app.push import board_push, event_push
 # row lock (concurrent writers get unique, gap-free seqs in commit order) and the INSERT uses the
 # seq it returns. Every transcript write and state change appends events, so this is one round
 # trip instead of the ORM's four (savepoint, locked read, update, insert) plus a release.
-_EVENT_SQL = f"""
-WITH seq AS (
+# The two parts every statement appending an event shares (message_append adds its rows).
+NEXT_SEQ_CTE = f"""seq AS (
     UPDATE {Session._meta.db_table} SET last_seq = last_seq + 1 WHERE id = %(session)s
     RETURNING last_seq, owner_id
-)
-INSERT INTO {SessionEvent._meta.db_table} (session_id, seq, type, payload, created_at)
-SELECT %(session)s, last_seq, %(type)s, %(payload)s::jsonb, %(now)s FROM seq
-RETURNING id, seq, (SELECT owner_id FROM seq)
-"""
+)"""
+EVENT_FROM_SEQ = f"""INSERT INTO {SessionEvent._meta.db_table} (session_id, seq, type, payload, created_at)
+SELECT %(session)s, last_seq, %(type)s, %(payload)s::jsonb, %(now)s FROM seq"""
+_EVENT_SQL = f"""WITH {NEXT_SEQ_CTE}
+{EVENT_FROM_SEQ}
+RETURNING id, seq, (SELECT owner_id FROM seq)"""
 
 
 def event_append(*, session: Session, type: str, payload: dict[str, Any]) -> SessionEvent:

@@ -13,9 +13,14 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from sessions_app import events as event_names
-from sessions_app.models import Message, MessageChunk, PromptGeneration, Session, SessionEvent
+from sessions_app.models import Message, MessageChunk, PromptGeneration, Session
 from sessions_app.selectors import message_dict
-from sessions_app.services.events import event_append, event_push_on_commit
+from sessions_app.services.events import (
+    EVENT_FROM_SEQ,
+    NEXT_SEQ_CTE,
+    event_append,
+    event_push_on_commit,
+)
 
 
 def message_create(
@@ -81,21 +86,13 @@ def _streamed(message: Message) -> _Streamed:
 # event_append, so seqs stay gap-free in commit order) and the message.appended event. Hundreds of turns flush several times a second each; the ORM's nine
 # statements (a savepoint, a lock read, a write per table) cost a pooled connection nine round
 # trips per flush and most of the worker's CPU (issue 13: 200 streams at once fell minutes behind).
-_APPEND_SQL = f"""
-WITH seq AS (
-    UPDATE {Session._meta.db_table} SET last_seq = last_seq + 1 WHERE id = %(session)s
-    RETURNING last_seq
-), chunk AS (
+_APPEND_SQL = f"""WITH {NEXT_SEQ_CTE}, chunk AS (
     INSERT INTO {MessageChunk._meta.db_table} (message_id, position, text)
     VALUES (%(message)s, %(position)s, %(text)s)
 ), row AS (
     UPDATE {Message._meta.db_table} SET updated_at = %(now)s WHERE id = %(message)s
-), event AS (
-    INSERT INTO {SessionEvent._meta.db_table} (session_id, seq, type, payload, created_at)
-    SELECT %(session)s, last_seq, %(type)s, %(payload)s::jsonb, %(now)s FROM seq
-)
-SELECT last_seq FROM seq
-"""
+), event AS ({EVENT_FROM_SEQ})
+SELECT last_seq FROM seq"""
 
 
 def message_append(*, message: Message, text: str) -> None:

@@ -17,14 +17,21 @@ from tests.support.factories import SessionFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def writer_and_clock(session, owner):
+def _writer(session, owner, clock, streams=None, *, flushes_per_s=0.0):
+    """A writer for a claimed generation of ``session`` (no shared budget unless given)."""
     generation = generation_claim(
         generation_id=prompt_submit(session=session, user=owner, text="go").pk
     )
+    return StreamWriter(
+        session=session, generation=generation, flush_interval_s=0.1, clock=clock,
+        flushes_per_s=flushes_per_s, streams=streams or OpenStreams(),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def writer_and_clock(session, owner):
     clock = FakeClock()
-    writer = StreamWriter(session=session, generation=generation, flush_interval_s=0.1, clock=clock)
-    return writer, clock
+    return _writer(session, owner, clock), clock
 
 
 def appended(session) -> list[dict]:
@@ -110,22 +117,12 @@ def test_a_key_streamed_across_deltas_is_never_stored_or_pushed(session, writer_
     assert not any("Vb7q" in payload["text"] for payload in appended(session))
 
 
-def _writer(session, owner, clock, streams, *, flushes_per_s=200.0):
-    generation = generation_claim(
-        generation_id=prompt_submit(session=session, user=owner, text="go").pk
-    )
-    return StreamWriter(
-        session=session, generation=generation, flush_interval_s=0.1, clock=clock,
-        flushes_per_s=flushes_per_s, streams=streams,
-    )  # fmt: skip
-
-
 def test_many_streams_at_once_share_the_processs_flush_budget(session, owner):
     """With 199 other streams open and a budget of 200 flushes/s, each flushes once a second."""
     clock, streams = FakeClock(), OpenStreams()
     for _ in range(199):
         streams.opened()
-    writer = _writer(session, owner, clock, streams)
+    writer = _writer(session, owner, clock, streams, flushes_per_s=200)
     writer.delta(role="assistant", text="Hel")
     assert streams.count == 200 and writer.interval_s == pytest.approx(1.0)
 
@@ -148,20 +145,18 @@ def test_a_few_streams_keep_the_base_interval_and_no_budget_means_no_sharing(ses
     clock, streams = FakeClock(), OpenStreams()
     for _ in range(9):
         streams.opened()
-    writer = _writer(session, owner, clock, streams)
+    writer = _writer(session, owner, clock, streams, flushes_per_s=200)
     writer.delta(role="assistant", text="a")
     assert writer.interval_s == pytest.approx(0.1)  # 10 streams / 200 per s = 0.05 s < 0.1 s
     for _ in range(1000):
         streams.opened()
-    unlimited = _writer(
-        SessionFactory(owner=owner, target=session.target), owner, clock, streams, flushes_per_s=0
-    )
+    unlimited = _writer(SessionFactory(owner=owner, target=session.target), owner, clock, streams)
     assert unlimited.interval_s == pytest.approx(0.1)
 
 
 def test_a_stream_that_fails_to_finish_still_stops_counting(session, owner, monkeypatch):
     clock, streams = FakeClock(), OpenStreams()
-    writer = _writer(session, owner, clock, streams)
+    writer = _writer(session, owner, clock, streams, flushes_per_s=200)
     writer.delta(role="assistant", text="partial")
     assert streams.count == 1
 
