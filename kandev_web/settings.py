@@ -206,7 +206,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS = redis_urls(env_str("REDIS_URL"))
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "kandev_web.channel_layer.RedisChannelLayer",
         "CONFIG": {
             "hosts": [REDIS["channels"]],
             "prefix": env_str("KANDEV_CHANNEL_PREFIX", "kandev"),

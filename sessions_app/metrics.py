@@ -19,6 +19,9 @@ them, and a test holds the dashboard to this list.
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
@@ -118,18 +121,63 @@ def count(metric: Metric, amount: float = 1.0, **labels: str) -> None:
 
 def observe(metric: Metric, value: float, **labels: str) -> None:
     """Record one observation of a histogram: its bucket, the sum and the count."""
+    _write(metric.name, _observation(metric, value, labels))
+
+
+def _observation(
+    metric: Metric, value: float, labels: dict[str, str]
+) -> dict[tuple[str, str], float]:
+    """The hash increments one observation makes: (key, field) -> amount."""
     series = _field(metric, labels)
     bucket = next((str(le) for le in metric.buckets if value <= le), "+Inf")
+    key = metric_key(metric)
+    return {
+        (key, f"{series}|{bucket}"): 1,
+        (key, f"{series}|sum"): value,
+        (key, f"{series}|count"): 1,
+    }
 
+
+def _write(what: str, increments: dict[tuple[str, str], float]) -> None:
     def write(client: redis.Redis) -> None:
-        key = metric_key(metric)
         pipe = client.pipeline(transaction=False)
-        pipe.hincrbyfloat(key, f"{series}|{bucket}", 1)
-        pipe.hincrbyfloat(key, f"{series}|sum", value)
-        pipe.hincrbyfloat(key, f"{series}|count", 1)
+        for (key, field), amount in increments.items():
+            pipe.hincrbyfloat(key, field, amount)
         pipe.execute()
 
-    fail_open(f"metrics ({metric.name})", write, default=None)
+    if increments:
+        fail_open(f"metrics ({what})", write, default=None)
+
+
+class Batch:
+    """Histogram observations gathered in this process and written to Redis together, for a
+    metric observed so often (every push) that a Redis round trip each would cost more than what
+    it measures. ``observe`` is cheap and says when a write is due (``every_s`` after the last);
+    the caller runs ``write`` where blocking is fine. What has not been written when the process
+    ends is lost, like an observation Redis refused."""
+
+    def __init__(self, *, every_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._every_s = every_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[str, str], float] = {}
+        self._due_at = clock()
+
+    def observe(self, metric: Metric, value: float, **labels: str) -> bool:
+        increments = _observation(metric, value, labels)
+        with self._lock:
+            for field, amount in increments.items():
+                self._pending[field] = self._pending.get(field, 0) + amount
+            now = self._clock()
+            if now < self._due_at:
+                return False
+            self._due_at = now + self._every_s
+            return True
+
+    def write(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        _write("batch", pending)
 
 
 def read_series(metric: Metric) -> dict[str, float]:

@@ -15,6 +15,7 @@ from django.conf import settings
 from recovery.providers.acp.process import agent_processes_end_all
 from sessions_app import enqueue
 from sessions_app.agent.runner import generation_retry, generation_run
+from sessions_app.push import push_drain
 from sessions_app.services import generations_reap_lost, generations_requeue_stale
 from sessions_app.services.ladder import ladder_sweep
 from sessions_app.services.queue import queue_positions_announce
@@ -63,3 +64,11 @@ def end_agent_processes(**kwargs) -> None:
     """A worker (or one of its pool processes) going away takes its agent processes with it."""
     if ended := agent_processes_end_all():
         logger.warning("worker shutdown: ended %s agent process tree(s)", ended)
+
+
+@worker_shutdown.connect
+def send_last_pushes(**kwargs) -> None:
+    """Pushes go out on the push loop after their caller moved on: let the last ones go before
+    the process ends (viewers would catch up from the log anyway, a little later)."""
+    if not push_drain():
+        logger.warning("worker shutdown: some pushes were still going out")

@@ -11,6 +11,7 @@ from sessions_app import events as ev
 from sessions_app.agent import coalescer
 from sessions_app.agent.coalescer import OpenStreams, StreamWriter
 from sessions_app.models import Message, SessionEvent
+from sessions_app.push import push_drain
 from sessions_app.services import event_append, generation_claim, prompt_submit
 from tests.support.factories import SessionFactory
 
@@ -98,6 +99,7 @@ def test_a_failed_push_never_breaks_the_writer(
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         event = event_append(session=session, type=ev.SESSION_UPDATED, payload={"state": "idle"})
     assert len(callbacks) == 2  # the session's push and the owner's board hint
+    assert push_drain()
     assert "push of session" in caplog.text  # it really failed, and was only logged
     assert "board push to user" in caplog.text
     assert SessionEvent.objects.get(pk=event.pk).seq == 1

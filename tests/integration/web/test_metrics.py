@@ -22,6 +22,7 @@ from recovery.mock.testing import SplitClock
 from sessions_app import metrics
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.ladder.models import RetryLoop
+from sessions_app.push import push_drain
 from sessions_app.services import prompt_submit
 from sessions_app.services.health import health_failure
 from tests.support.factories import UserFactory
@@ -98,6 +99,7 @@ def test_a_recovered_turn_shows_its_failure_its_retry_and_its_recovery(
     clock.wall.set(loop.next_attempt_at.timestamp())
     generation_retry(loop_id=loop.pk, attempt=loop.attempt, clock=clock, rng=random.Random(1))
 
+    assert push_drain()  # pushes go out on the push loop; their latency is written in batches
     samples = scrape()
     assert value(
         samples, "kandev_transient_failures_total", code="provider_overloaded", target="Mock"
@@ -207,3 +209,20 @@ def test_each_response_names_its_request_id(client):
     assert given["X-Request-ID"] == "trace-abcdef12"
     made_up = client.get("/healthz", headers={"X-Request-ID": "bad id with spaces"})
     assert re.fullmatch(r"[0-9a-f]{32}", made_up["X-Request-ID"])
+
+
+def test_a_batch_gathers_observations_and_writes_them_together_when_due(token):
+    now = [100.0]
+    batch = metrics.Batch(every_s=1.0, clock=lambda: now[0])
+    assert batch.observe(metrics.PUSH_LATENCY_SECONDS, 0.002) is True  # the first is due at once
+    assert batch.observe(metrics.PUSH_LATENCY_SECONDS, 0.02) is False
+    assert value(scrape(), "kandev_push_latency_seconds_count") == 0  # gathered, not written
+    batch.write()
+    samples = scrape()
+    assert value(samples, "kandev_push_latency_seconds_count") == 2
+    assert value(samples, "kandev_push_latency_seconds_bucket", le="0.0025") == 1
+    assert value(samples, "kandev_push_latency_seconds_sum") == pytest.approx(0.022)
+    now[0] += 0.99
+    assert batch.observe(metrics.PUSH_LATENCY_SECONDS, 0.5) is False
+    now[0] += 0.01
+    assert batch.observe(metrics.PUSH_LATENCY_SECONDS, 0.5) is True
