@@ -136,6 +136,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
     # The pending check that no push went missing since the last sync or live event.
     _quiet_check: asyncio.TimerHandle | None = None
     _verifying: asyncio.Task | None = None
+    _verify_failing = False  # the last quiet check could not be sent
 
     def __init__(self, *args: Any, clock: Callable[[], float] = time.monotonic, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -193,8 +194,15 @@ class SessionConsumer(AsyncWebsocketConsumer):
         self._quiet_check = None
         try:
             await self.channel_layer.send(self.channel_name, {"type": "session.verify"})
-        except Exception:  # noqa: BLE001 - Redis away: a later event or resume catches up
-            logger.warning("quiet check of session %s not sent", self.session_id)
+        except Exception:  # noqa: BLE001 - Redis away, or this process's inbox full (ChannelFull)
+            # Asked again after another quiet interval: an overloaded box drops pushes and this
+            # check alike, and a quiet session has no later event to catch up with. Logged once.
+            if not self._verify_failing:
+                logger.warning("quiet check of session %s not sent; asking again", self.session_id)
+            self._verify_failing = True
+            self._check_when_quiet()
+        else:
+            self._verify_failing = False
 
     async def session_verify(self, message: dict[str, Any]) -> None:
         last = await database_sync_to_async(_last_seq)(session_id=self.session_id)

@@ -222,6 +222,34 @@ async def test_a_lost_last_push_is_caught_up_once_the_session_goes_quiet(
 
 
 @override_settings(KANDEV_WS_QUIET_CHECK_S=0.2)
+async def test_a_quiet_check_that_could_not_be_sent_is_asked_again(
+    socket_for, owner, session, monkeypatch, caplog
+):
+    """An overloaded box drops the check like the pushes (its inbox full, or Redis away): the
+    socket asks again after another quiet interval, and logs it once."""
+    layer = get_channel_layer()
+    send, refused = layer.send, []
+
+    async def full_then_fine(channel, message):
+        if message["type"] == "session.verify" and len(refused) < 2:
+            refused.append(channel)
+            raise layer.ChannelFull()
+        await send(channel, message)
+
+    monkeypatch.setattr(layer, "send", full_then_fine)
+    socket = await connected(socket_for, owner, f"/ws/sessions/{session.pk}/")
+    covered = parse_header(await socket.receive_from())["last"]
+    lost = await write_event_without_push(session)
+
+    frame = await socket.receive_from(timeout=3)
+
+    assert len(refused) == 2
+    assert parse_header(frame) == {"kind": "events", "first": covered + 1, "last": lost}
+    assert caplog.text.count(f"quiet check of session {session.pk} not sent") == 1
+    await socket.disconnect()
+
+
+@override_settings(KANDEV_WS_QUIET_CHECK_S=0.2)
 async def test_a_push_lost_right_after_connecting_is_caught_up_too(socket_for, owner, session):
     socket = await connected(socket_for, owner, f"/ws/sessions/{session.pk}/")
     covered = parse_header(await socket.receive_from())["last"]
