@@ -5,12 +5,13 @@ watched by 2 websocket viewers, through the real stack.
     KANDEV_BENCH_SCALE_WORKERS=1 python -m benchmarks.bench_scale      # one worker process
     KANDEV_BENCH_SCALE_POOL=prefork KANDEV_BENCH_SCALE_CONCURRENCY=2 python -m benchmarks.bench_scale
 
-Subprocesses on a throwaway database: the mock provider, the Celery workers (`make run`'s pool,
-concurrency and number of processes, unless overridden as above to compare), and Daphne. A set-up
+Subprocesses on a throwaway database: the mock provider, the Celery workers (`make run`'s pool
+and number of processes: one per core, KANDEV_WORKER_PROCESSES; unless overridden as above to
+compare), and Daphne. A set-up
 process creates 100 people with 2 sessions each, a login and an API token per person; this
 process opens 2 websockets per session (400) and waits for their snapshots; then it sends the 200
 prompts the way a client does (POST /api/v1/sessions/<id>/prompts), paced at SUBMIT_PER_S, each
-answer streaming for about 7.5 s (`[[mock:long:450:3:50]]`: 150 deltas, 50 ms apart), so the last
+answer streaming for about 25 s (`[[mock:long:1500:3:50]]`: 500 deltas, 50 ms apart), so the last
 prompts arrive while every earlier session still streams. Meanwhile this process samples the
 database's connections (pg_stat_activity), the generations running at once, and the workers'
 memory (RSS of their process trees) every 100 ms.
@@ -146,7 +147,9 @@ def _shell(env: dict[str, str], code: str, *, stdin: str = "") -> dict | list:
 def _pool() -> tuple[str, int, int]:
     """The pool, each worker's concurrency, and how many worker processes."""
     pool = os.environ.get("KANDEV_BENCH_SCALE_POOL") or specs.WORKER_POOL
-    workers = int(os.environ.get("KANDEV_BENCH_SCALE_WORKERS") or 1)
+    workers = int(
+        os.environ.get("KANDEV_BENCH_SCALE_WORKERS") or specs.worker_processes_default()
+    )
     concurrency = int(
         os.environ.get("KANDEV_BENCH_SCALE_CONCURRENCY") or -(-SESSIONS // workers) + 16
     )
@@ -283,7 +286,9 @@ async def _run_stack(env: dict[str, str], logs: Path, database_url: str, databas
     pool, concurrency, worker_count = _pool()
     mock_port, web_port = free_port(), free_port()
     mock_url, base_url = f"http://127.0.0.1:{mock_port}", f"http://127.0.0.1:{web_port}"
-    env = {**env, "KANDEV_MOCK_PROVIDER_URL": mock_url}
+    # As `make run` does: the workers share the box's flush budget.
+    env = {**env, "KANDEV_MOCK_PROVIDER_URL": mock_url,
+           "KANDEV_WORKER_PROCESSES": str(worker_count)}  # fmt: skip
     mock = specs.mock(port=mock_port)
     workers = [
         specs.worker(

@@ -35,6 +35,17 @@ STOP_GRACE_S = 10.0
 # many on threads (measured against prefork and gevent: docs/ARCHITECTURE.md, "Scale").
 WORKER_POOL = "threads"
 WORKER_CONCURRENCY = 100
+# `make run` starts one worker process per core, up to this many (KANDEV_WORKER_PROCESSES). The
+# threads of one process share one GIL: with 200 sessions streaming, one process on a 2-core box
+# queued new turns' starts behind its own streams (p99 1.7-2.3 s to the first provider request),
+# two did not (0.35-0.43 s; docs/ARCHITECTURE.md, "Scale"). Each process keeps its own pool of
+# database connections, so the cap also bounds what the box opens.
+WORKER_PROCESSES_MAX = 4
+
+
+def worker_processes_default() -> int:
+    """One worker process per core this process may run on, at least 1, at most the cap."""
+    return max(1, min(WORKER_PROCESSES_MAX, len(os.sched_getaffinity(0))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +116,29 @@ def app_processes(
     mock_port: int,
     worker_concurrency: int,
     beat_schedule: str,
+    worker_processes: int = 1,
     python: str = sys.executable,
 ) -> tuple[ProcessSpec, ...]:
-    """The processes of one whole app (`make run`, docker-compose), in start order."""
+    """The processes of one whole app (`make run`, docker-compose), in start order. One worker
+    is "worker"; several are "worker1", "worker2", ..., each its own Celery node."""
+    if worker_processes == 1:
+        workers = (worker(concurrency=worker_concurrency, python=python),)
+    else:
+        workers = tuple(
+            worker(concurrency=worker_concurrency, node=f"worker{n}@%h", name=f"worker{n}",
+                   python=python)
+            for n in range(1, worker_processes + 1)
+        )  # fmt: skip
     return (
         mock(host=mock_host, port=mock_port, python=python),
-        worker(concurrency=worker_concurrency, python=python),
+        *workers,
         beat(schedule=beat_schedule, python=python),
         web(host=web_host, port=web_port, python=python),
     )
+
+
+def is_worker(spec: ProcessSpec) -> bool:
+    return spec.name == "worker" or spec.name.removeprefix("worker").isdigit()
 
 
 def _celery(python: str) -> tuple[str, ...]:

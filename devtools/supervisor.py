@@ -42,8 +42,6 @@ STOP_GRACE_S = 10.0
 RESTART_DELAYS_S = (1.0, 2.0, 5.0, 10.0, 30.0)
 # A restarted process that stays up this long has recovered: its next death waits the first delay.
 STABLE_AFTER_S = 60.0
-# Started while the database migrates, to save time; the others need the migrated, seeded database.
-BEFORE_SETUP = frozenset({"mock", "worker"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +52,7 @@ class RunConfig:
     state_dir: Path
     python: str = sys.executable
     worker_concurrency: int = processes.WORKER_CONCURRENCY
+    worker_processes: int = 1
     restart_delays_s: tuple[float, ...] = RESTART_DELAYS_S
 
     @property
@@ -84,12 +83,16 @@ def config_from_env(*, env: dict[str, str]) -> RunConfig:
             raise SystemExit(f"{name} must be seconds separated by commas, got {raw!r}")
         return parsed
 
+    worker_processes = whole("KANDEV_WORKER_PROCESSES", processes.worker_processes_default())
+    if worker_processes < 1:
+        raise SystemExit("KANDEV_WORKER_PROCESSES must be at least 1")
     return RunConfig(
         host=env.get("HOST") or "127.0.0.1",
         port=whole("PORT", 8000),
         mock_port=whole("KANDEV_MOCK_PORT", 8765),
         state_dir=Path(env.get("KANDEV_STATE_DIR") or state_dir_default()).resolve(),
         worker_concurrency=whole("KANDEV_WORKER_CONCURRENCY", processes.WORKER_CONCURRENCY),
+        worker_processes=worker_processes,
         restart_delays_s=delays("KANDEV_RESTART_DELAYS", RESTART_DELAYS_S),
     )
 
@@ -109,6 +112,7 @@ def long_running(*, config: RunConfig) -> tuple[ProcessSpec, ...]:
         mock_host="127.0.0.1",
         mock_port=config.mock_port,
         worker_concurrency=config.worker_concurrency,
+        worker_processes=config.worker_processes,
         beat_schedule=str(config.state_dir / "celerybeat-schedule"),
         python=config.python,
     )
@@ -329,6 +333,8 @@ def child_env(
     env.update(
         KANDEV_STATE_DIR=str(config.state_dir),
         KANDEV_DEMO_PASSWORD=password,
+        # Every process knows how many workers share the box (the streams' flush budget).
+        KANDEV_WORKER_PROCESSES=str(config.worker_processes),
         PYTHONUNBUFFERED="1",
     )
     if admin:
@@ -379,7 +385,7 @@ def _supervise(
 ) -> int:
     specs = long_running(config=config)
     for spec in specs:
-        if spec.name in BEFORE_SETUP:
+        if _before_setup(spec):
             supervisor.start(spec)
     for spec in setup_commands(config=config):
         code = supervisor.run_to_end(spec)
@@ -389,7 +395,7 @@ def _supervise(
             supervisor.say("run", f"{spec.name} failed with exit code {code}")
             return 1
     for spec in specs:
-        if spec.name not in BEFORE_SETUP:
+        if not _before_setup(spec):
             supervisor.start(spec)
     deadline = time.monotonic() + READY_TIMEOUT_S
     for spec in specs:
@@ -406,6 +412,12 @@ def _supervise(
     while not stop.wait(0.25):
         supervisor.keep_alive()
     return 0
+
+
+def _before_setup(spec: ProcessSpec) -> bool:
+    """Started while the database migrates, to save time; the others need the migrated, seeded
+    database."""
+    return spec.name == "mock" or processes.is_worker(spec)
 
 
 def main() -> int:

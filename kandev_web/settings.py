@@ -320,13 +320,16 @@ KANDEV_MAX_WS_FRAME_BYTES = env_int("KANDEV_MAX_WS_FRAME_BYTES", 16 * 1024)
 
 # Streaming: how often token deltas are flushed to the database and pushed (seconds).
 KANDEV_STREAM_FLUSH_INTERVAL = env_float("KANDEV_STREAM_FLUSH_INTERVAL", 0.1)
-# Flushes per second shared by every stream of one worker process: with more streams than this
-# times the interval, each stream flushes less often (0: no shared budget).
+# Flushes per second shared by every stream of the box's worker processes: with more streams than
+# this times the interval, each stream flushes less often (0: no shared budget). Each of the
+# KANDEV_WORKER_PROCESSES workers (`make run` sets it: one per core) takes an equal share, so the
+# box's Daphne renders and sends the same number of frames however many workers there are.
 KANDEV_STREAM_FLUSHES_PER_S = env_float("KANDEV_STREAM_FLUSHES_PER_S", 100.0)
 if not KANDEV_STREAM_FLUSHES_PER_S >= 0:  # also refuses nan
     raise ImproperlyConfigured(
         f"KANDEV_STREAM_FLUSHES_PER_S must not be negative, got {KANDEV_STREAM_FLUSHES_PER_S}"
     )
+KANDEV_WORKER_PROCESSES = env_whole("KANDEV_WORKER_PROCESSES", 1, least=1)
 # A reconnect that missed more events than this gets a fresh snapshot instead of a replay.
 KANDEV_REPLAY_LIMIT = env_int("KANDEV_REPLAY_LIMIT", 500)
 

@@ -95,6 +95,11 @@ class StreamWriter:
         return self._message
 
     @property
+    def flushes_per_s(self) -> float:
+        """This process's share of the flush budget (0: none)."""
+        return self._flushes_per_s
+
+    @property
     def interval_s(self) -> float:
         """The interval between flushes now: the base one, or the shared budget's share."""
         if self._flushes_per_s <= 0:

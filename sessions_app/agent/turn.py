@@ -123,7 +123,8 @@ class Turn:
             session=self.session,
             generation=self.generation,
             flush_interval_s=settings.KANDEV_STREAM_FLUSH_INTERVAL,
-            flushes_per_s=settings.KANDEV_STREAM_FLUSHES_PER_S,
+            # This process's share of the box's budget.
+            flushes_per_s=settings.KANDEV_STREAM_FLUSHES_PER_S / settings.KANDEV_WORKER_PROCESSES,
             clock=self.clock,
         )
         # A retry attempt retires the banner as soon as something of it reaches the viewer.

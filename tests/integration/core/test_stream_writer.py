@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from random import Random
 
 import pytest
 
@@ -10,6 +11,7 @@ from recovery.clock import FakeClock
 from sessions_app import events as ev
 from sessions_app.agent import coalescer
 from sessions_app.agent.coalescer import OpenStreams, StreamWriter
+from sessions_app.agent.turn import Turn
 from sessions_app.models import Message, SessionEvent
 from sessions_app.push import push_drain
 from sessions_app.services import event_append, generation_claim, prompt_submit
@@ -169,3 +171,15 @@ def test_a_stream_that_fails_to_finish_still_stops_counting(session, owner, monk
     with pytest.raises(RuntimeError):
         writer.close()
     assert streams.count == 0
+
+
+def test_each_worker_process_of_the_box_takes_an_equal_share_of_the_budget(
+    session, owner, settings
+):
+    """`make run` starts a worker per core and tells each how many there are: the box's Daphne
+    then gets the same number of flushes to send however many workers stream."""
+    settings.KANDEV_STREAM_FLUSHES_PER_S = 100.0
+    settings.KANDEV_WORKER_PROCESSES = 2
+    generation = prompt_submit(session=session, user=owner, text="go")
+    turn = Turn(generation=generation, target=session.target, clock=FakeClock(), rng=Random(1))
+    assert turn.writer.flushes_per_s == pytest.approx(50.0)

@@ -21,6 +21,7 @@ import psutil
 import pytest
 from django.contrib.auth.hashers import check_password
 
+from devtools import processes
 from devtools.devservices import BASE_DIR
 from devtools.processes import ProcessSpec
 from devtools.supervisor import STABLE_AFTER_S, Supervisor, config_from_env
@@ -52,7 +53,8 @@ class RunningSupervisor:
             env=env_without_services(
                 KANDEV_STATE_DIR=str(state_dir),
                 KANDEV_MOCK_PORT=str(self.mock_port), KANDEV_DEMO_PASSWORD=DEMO_PASSWORD,
-                KANDEV_WORKER_CONCURRENCY="1", **{**env, "PORT": str(self.port)},
+                **{"KANDEV_WORKER_CONCURRENCY": "1", "KANDEV_WORKER_PROCESSES": "1",
+                   **env, "PORT": str(self.port)},
             ),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         )
@@ -146,7 +148,8 @@ def http_status(url: str) -> int:
 
 
 def test_it_serves_the_app_and_stops_everything_on_ctrl_c(supervisor_factory):
-    run = supervisor_factory()
+    # Two worker processes, as on a 2-core box (one per core): each its own Celery node.
+    run = supervisor_factory(KANDEV_WORKER_PROCESSES="2")
     run.wait_for(BANNER)
 
     assert http_status(f"http://127.0.0.1:{run.port}/admin/login/") == 200
@@ -155,8 +158,10 @@ def test_it_serves_the_app_and_stops_everything_on_ctrl_c(supervisor_factory):
     admin_password = (run.state_dir / "admin_password").read_text().strip()
     admin_line = f"Admin (retry notices, targets): http://127.0.0.1:{run.port}/admin/  as admin / "
     assert admin_line + admin_password in run.output
-    for name in ("migrate", "seed", "worker", "beat", "web"):
+    for name in ("migrate", "seed", "worker1", "worker2", "beat", "web"):
         assert any(line.lstrip().startswith(f"{name} | ") for line in run.lines), name
+    for node in ("worker1@", "worker2@"):
+        assert any(node in line and " ready." in line for line in run.lines), node
     env_file = run.state_dir / "services.env"
     published = dict(
         line.split("=", 1) for line in env_file.read_text().splitlines() if not line.startswith("#")
@@ -177,7 +182,7 @@ def test_it_serves_the_app_and_stops_everything_on_ctrl_c(supervisor_factory):
     assert admin_staff and check_password(admin_password, admin_encoded)
     assert target == ("mock", "mock-1", f"http://127.0.0.1:{run.mock_port}")
     children = run.descendants()
-    assert len(children) >= 4  # mock, worker (+ its pool), beat, web
+    assert len(children) >= 5  # mock, two workers, beat, web
     services = run.service_pids()
     assert len(services) == 2
 
@@ -333,3 +338,27 @@ def test_it_reads_restart_delays_from_the_environment_and_refuses_bad_ones():
     assert config_from_env(env={"KANDEV_RESTART_DELAYS": "0.5,2"}).restart_delays_s == (0.5, 2.0)
     with pytest.raises(SystemExit, match="KANDEV_RESTART_DELAYS must be seconds"):
         config_from_env(env={"KANDEV_RESTART_DELAYS": "1,soon"})
+
+
+def test_it_starts_a_worker_per_core_and_refuses_none(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert config_from_env(env={}).worker_processes == 2
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert config_from_env(env={}).worker_processes == processes.WORKER_PROCESSES_MAX
+    assert config_from_env(env={"KANDEV_WORKER_PROCESSES": "3"}).worker_processes == 3
+    with pytest.raises(SystemExit, match="KANDEV_WORKER_PROCESSES must be at least 1"):
+        config_from_env(env={"KANDEV_WORKER_PROCESSES": "0"})
+
+
+def test_several_workers_are_separate_celery_nodes_and_one_keeps_its_plain_name():
+    def workers(count: int) -> list[tuple[str, str]]:
+        specs = processes.app_processes(
+            web_host="127.0.0.1", web_port=1, mock_host="127.0.0.1", mock_port=2,
+            worker_concurrency=5, beat_schedule="s", worker_processes=count,
+        )  # fmt: skip
+        found = [s for s in specs if processes.is_worker(s)]
+        return [(s.name, s.argv[s.argv.index("--hostname") + 1] if "--hostname" in s.argv
+                 else "") for s in found]  # fmt: skip
+
+    assert workers(1) == [("worker", "")]
+    assert workers(2) == [("worker1", "worker1@%h"), ("worker2", "worker2@%h")]
