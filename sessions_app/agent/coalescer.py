@@ -12,12 +12,12 @@ Every delta passes through a credential-tier ``StreamRedactor`` first (one per m
 secret split across deltas is still removed); the text it still holds (a possible start of a
 secret) is written when the message closes.
 
-The streams of one worker process share a budget of flushes per second
-(``KANDEV_STREAM_FLUSHES_PER_S``, 100): while more messages stream at once than the budget
-times the interval, every writer's interval stretches to streams / budget. Ten streams flush
-every 0.1 s as usual; 200 at once flush every 2 s each, so the box's writes and pushes (and the
-frames Daphne sends) stay bounded however many answers stream, instead of every stream, and every
-new prompt, falling behind together. Measured with bench_scale (200 answers of 25 s, all
+The streams of one box share a budget of flushes per second (``KANDEV_STREAM_FLUSHES_PER_S``,
+100), split evenly over its ``KANDEV_WORKER_PROCESSES`` worker processes: while more messages
+stream at once in a process than its share times the interval, every writer's interval stretches
+to streams / share. Ten streams flush every 0.1 s as usual; 200 at once flush every 2 s each, so
+the box's writes and pushes (and the frames Daphne sends) stay bounded however many answers
+stream, instead of every stream, and every new prompt, falling behind together. Measured with bench_scale (200 answers of 25 s, all
 streaming at once): with a budget of 200/s the last answer finished 20 s late and new prompts
 waited 2.99 s (p99) for their first request; with 100/s, 3 s late and 1.82 s. Without a budget
 (every stream every 0.1 s) even 7.5 s answers finished 78 s late.
@@ -128,8 +128,7 @@ class StreamWriter:
             self._last_write = now
             return
         self._pending += text
-        since = now - self._last_write
-        if since >= self._interval and since >= self.interval_s:
+        if now - self._last_write >= self.interval_s:
             self.flush(now=now)
 
     def _count_open(self) -> None:

@@ -83,9 +83,10 @@ def _streamed(message: Message) -> _Streamed:
 
 # One flush of a streaming message in one statement, so one round trip: the chunk, the row's
 # updated_at, the session's next seq (UPDATE ... RETURNING takes the session row lock, as in
-# event_append, so seqs stay gap-free in commit order) and the message.appended event. Hundreds of turns flush several times a second each; the ORM's nine
-# statements (a savepoint, a lock read, a write per table) cost a pooled connection nine round
-# trips per flush and most of the worker's CPU (issue 13: 200 streams at once fell minutes behind).
+# event_append, so seqs stay gap-free in commit order) and the message.appended event. Hundreds
+# of turns flush several times a second each; the ORM's nine statements (a savepoint, a lock
+# read, a write per table) cost a pooled connection nine round trips per flush and most of the
+# worker's CPU (issue 13: 200 streams at once fell minutes behind).
 _APPEND_SQL = f"""WITH {NEXT_SEQ_CTE}, chunk AS (
     INSERT INTO {MessageChunk._meta.db_table} (message_id, position, text)
     VALUES (%(message)s, %(position)s, %(text)s)
