@@ -38,6 +38,8 @@ def start_up(**env: str) -> subprocess.CompletedProcess[str]:
         ("KANDEV_STREAM_FLUSH_INTERVAL", "often"),
         ("KANDEV_STREAM_FLUSHES_PER_S", "-1"),
         ("KANDEV_STREAM_FLUSHES_PER_S", "nan"),
+        ("KANDEV_WORKER_PROCESSES", "0"),
+        ("KANDEV_WORKER_PROCESSES", "two"),
         ("KANDEV_WS_QUIET_CHECK_S", "0"),
         ("KANDEV_AGENT_NODE", "node"),
         ("KANDEV_AGENT_EXIT_GRACE_S", "-1"),
