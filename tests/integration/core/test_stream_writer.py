@@ -31,6 +31,14 @@ def _writer(session, owner, clock, streams=None, *, flushes_per_s=0.0):
     )  # fmt: skip
 
 
+def streams_open(count: int) -> OpenStreams:
+    """A count of open streams as if ``count`` other messages were streaming in this process."""
+    streams = OpenStreams()
+    for _ in range(count):
+        streams.opened()
+    return streams
+
+
 @pytest.fixture
 def writer_and_clock(session, owner):
     clock = FakeClock()
@@ -123,9 +131,7 @@ def test_a_key_streamed_across_deltas_is_never_stored_or_pushed(session, writer_
 
 def test_many_streams_at_once_share_the_processs_flush_budget(session, owner):
     """With 199 other streams open and a budget of 200 flushes/s, each flushes once a second."""
-    clock, streams = FakeClock(), OpenStreams()
-    for _ in range(199):
-        streams.opened()
+    clock, streams = FakeClock(), streams_open(199)
     writer = _writer(session, owner, clock, streams, flushes_per_s=200)
     writer.delta(role="assistant", text="Hel")
     assert streams.count == 200 and writer.interval_s == pytest.approx(1.0)
@@ -146,9 +152,7 @@ def test_many_streams_at_once_share_the_processs_flush_budget(session, owner):
 
 
 def test_a_few_streams_keep_the_base_interval_and_no_budget_means_no_sharing(session, owner):
-    clock, streams = FakeClock(), OpenStreams()
-    for _ in range(9):
-        streams.opened()
+    clock, streams = FakeClock(), streams_open(9)
     writer = _writer(session, owner, clock, streams, flushes_per_s=200)
     writer.delta(role="assistant", text="a")
     assert writer.interval_s == pytest.approx(0.1)  # 10 streams / 200 per s = 0.05 s < 0.1 s
