@@ -66,8 +66,12 @@ class _PushLoop:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pid = 0
-        self._room = threading.BoundedSemaphore(MAX_IN_FLIGHT)
         self._latency = metrics.Batch(every_s=LATENCY_WRITE_EVERY_S)
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """The state of one process's loop (a forked child starts its own)."""
+        self._room = threading.BoundedSemaphore(MAX_IN_FLIGHT)
         # Loop thread only.
         self._waiting: collections.deque[_Push] = collections.deque()
         self._unsent = 0
@@ -78,9 +82,7 @@ class _PushLoop:
         with self._lock:
             if self._loop is None or self._pid != os.getpid():
                 self._pid = os.getpid()
-                self._room = threading.BoundedSemaphore(MAX_IN_FLIGHT)
-                self._waiting, self._unsent = collections.deque(), 0
-                self._more, self._idle = asyncio.Event(), asyncio.Event()
+                self._fresh()
                 self._loop = asyncio.new_event_loop()
                 threading.Thread(target=self._run, args=(self._loop,), name="session-push",
                                  daemon=True).start()  # fmt: skip
