@@ -46,7 +46,7 @@ from sessions_app.services.loops import (
     loops_waiting_on,
     turn_budget,
 )
-from sessions_app.services.notices import notices_cleanup, notices_retire
+from sessions_app.services.notices import notice_retrying, notices_cleanup, notices_retire
 
 logger = logging.getLogger(__name__)
 
@@ -242,6 +242,7 @@ def attempt_claim(*, loop_id: int, attempt: int) -> RetryLoop | None:
         if loop is None:
             return None
         generation_retry_claim(generation=loop.generation)
+        notice_retrying(loop=loop)
     return loop
 
 

@@ -113,6 +113,38 @@ def notice_postpone(*, loop: RetryLoop, retry_at: float, reason: str) -> RetryNo
     return notice
 
 
+def notice_retrying(*, loop: RetryLoop) -> RetryNotice | None:
+    """The claimed attempt is being made: the loop's banner says "Retrying now…" from the server's
+    own clock, so no viewer keeps counting down a second the server already spent (a page judges
+    the server's clock from when a frame reached it, which lags by the push's latency). The banner
+    itself stays until the retried call reaches the viewer. Nothing is written when the loop has
+    no live notice; a failed write is logged and never fails the attempt."""
+    try:
+        with transaction.atomic():
+            session = Session.objects.select_for_update().get(pk=loop.session_id)
+            notice = (
+                RetryNotice.objects.live()
+                .filter(session=session, loop=loop)
+                .order_by("-updated_at", "-id")
+                .first()
+            )
+            if notice is None:
+                return None
+            notice.retry_at = min(notice.retry_at, timezone.now())
+            notice.save(update_fields=["retry_at", "updated_at"])
+            event_append(
+                session=session,
+                type=event_names.NOTICE_UPSERTED,
+                payload={"notice": notice_dict(notice)},
+            )
+    except DatabaseError:
+        logger.warning(
+            "marking the retry notice of loop %s as retrying failed", loop.pk, exc_info=True
+        )
+        return None
+    return notice
+
+
 def notices_retire(
     *, session_id: int, reason: str, by: RetryLoop | None = None
 ) -> list[int]:

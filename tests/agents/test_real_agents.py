@@ -42,14 +42,17 @@ PARTIAL = "You asked about {}. This "
 
 
 def notices(chat) -> list[tuple[str, int | None, int | None]]:
-    """The banner as viewers saw it: each upsert's attempt n of m, each removal."""
+    """The banner as viewers saw it: each upsert's attempt n of m, each removal. The claim's
+    re-show of the same attempt (its countdown ended: "Retrying now…") is one entry with it."""
     seen = []
     for kind, payload in events(chat, "notice."):
         if kind == "notice.upserted":
             notice = payload["notice"]
-            seen.append(("shown", notice["attempt"], notice["max_attempts"]))
+            entry = ("shown", notice["attempt"], notice["max_attempts"])
         else:
-            seen.append(("gone", None, None))
+            entry = ("gone", None, None)
+        if not seen or seen[-1] != entry:
+            seen.append(entry)
     return seen
 
 

@@ -165,6 +165,31 @@ def test_the_countdown_runs_down_to_retrying_now_on_both_screens_without_red(sta
         assert page_seen(page)["red"] == []
 
 
+def test_a_page_whose_countdown_runs_behind_the_server_still_shows_retrying_now(
+    stack, desktop, phone
+):
+    # The phone's clock goes back 1.5 s once its banner has shown for 0.3 s (a network time
+    # correction; a banner frame that reached the page late does the same): its countdown runs
+    # behind the server's. The retry's claim is what says "Retrying now…" before the answer
+    # takes the banner away (without it this page ends on "Retrying in 0:02").
+    phone.context.add_init_script(
+        """{ const realNow = Date.now;
+             Date.now = () => {
+               const el = document.querySelector('#notice [data-server-now-ms]');
+               const shown_ms = el ? realNow() - Number(el.dataset.serverNowMs) : 0;
+               return realNow() - (shown_ms > 300 ? 1500 : 0);
+             }; }"""
+    )
+    both_open(stack, desktop, phone, "Clock set back")
+    send(desktop, "/rate-limited:1:2 count down with me")
+    for page in (desktop, phone):
+        wait_for_answer(page)
+
+    for page in (desktop, phone):
+        shown = [text for text in page_seen(page)["countdowns"] if text is not None]
+        assert shown and shown[-1] == RETRYING_NOW, shown
+
+
 def seconds_left(text: str) -> int:
     minutes, seconds = text.removeprefix("Retrying in ").split(":")
     return int(minutes) * 60 + int(seconds)

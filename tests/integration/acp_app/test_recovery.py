@@ -57,7 +57,8 @@ def test_an_overloaded_agent_waits_visibly_and_the_whole_prompt_recovers_in_a_ne
         ("assistant", "Mock agent reply to: summarise the notes"),
     ]
     assert not Message.objects.filter(session=chat, incomplete=True).exists()
-    assert event_kinds(chat, "notice.") == ["notice.upserted", "notice.upserted", "notice.deleted"]
+    # Each wait shows its banner, each claimed attempt re-shows it as "Retrying now…".
+    assert event_kinds(chat, "notice.") == ["notice.upserted"] * 4 + ["notice.deleted"]
     # The banner goes before the recovered answer's first row is pushed.
     retired = SessionEvent.objects.get(session=chat, type="notice.deleted").seq
     first_row = (
@@ -158,12 +159,12 @@ def test_a_retried_attempt_that_prints_its_diagnostic_again_keeps_the_one_banner
     second = session_snapshot(session=chat)["notice"]
     assert (second["id"], second["attempt"]) == (first["id"], 2)  # updated in place
     assert RetryNotice.objects.filter(session=chat).count() == 1
-    assert event_kinds(chat, "notice.") == ["notice.upserted", "notice.upserted"]
+    assert event_kinds(chat, "notice.") == ["notice.upserted"] * 3  # shown, retrying now, shown
 
     generation = run_retry(generation, clock)
 
     assert generation.state == State.SUCCEEDED
-    assert event_kinds(chat, "notice.") == ["notice.upserted"] * 2 + ["notice.deleted"]
+    assert event_kinds(chat, "notice.") == ["notice.upserted"] * 4 + ["notice.deleted"]
 
 
 def test_a_diagnostic_line_that_disagrees_with_the_error_is_manual(chat, owner, clock):

@@ -88,7 +88,8 @@ def test_an_overload_before_output_waits_visibly_and_heals_when_the_provider_rec
     answer = Message.objects.get(session=chat, role="assistant")
     assert answer.text and not answer.incomplete
     kinds = [kind for kind, _ in notice_events(chat)]
-    assert kinds == ["notice.upserted", "notice.upserted", "notice.deleted"]
+    # Each wait shows its banner, each claimed attempt re-shows it as "Retrying now…".
+    assert kinds == ["notice.upserted"] * 4 + ["notice.deleted"]
     # The banner is retired before the answer's first row is pushed.
     deleted_seq = SessionEvent.objects.get(session=chat, type="notice.deleted").seq
     answer_seq = SessionEvent.objects.filter(

@@ -4,13 +4,16 @@ deletion event, so viewers never see a retired one."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from django.db import connection
 
+from sessions_app.frames import event_html
 from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import PromptGeneration, SessionEvent
 from sessions_app.selectors import session_notice, session_snapshot
+from sessions_app.services.ladder import attempt_claim
 from sessions_app.services.notices import notice_upsert, notices_cleanup, notices_retire
 
 from .conftest import loop_make
@@ -155,3 +158,65 @@ def test_two_failures_racing_for_one_session_leave_one_notice(running_generation
 
     assert errors == []
     assert RetryNotice.objects.live().filter(session=session).count() == 1
+
+
+def waiting_loop_with_banner(running_generation, clock, *, retry_at):
+    PromptGeneration.objects.filter(pk=running_generation.pk).update(
+        state=PromptGeneration.State.WAITING_RETRY
+    )
+    loop = loop_make(generation=running_generation, clock=clock)
+    upsert(loop, retry_at=retry_at)
+    return loop
+
+
+def test_claiming_the_attempt_says_retrying_now_on_the_servers_clock(running_generation, clock):
+    # The page counts down from when the banner's frame reached it, so it runs behind the server
+    # by the push's latency; the claim's own frame says "Retrying now…" before the answer can
+    # take the banner away.
+    retry_at_s = time.time() + 30  # an attempt brought forward (a circuit closing) is due later
+    loop = waiting_loop_with_banner(running_generation, clock, retry_at=retry_at_s)
+
+    assert attempt_claim(loop_id=loop.pk, attempt=loop.attempt) is not None
+
+    pushed = events_of(running_generation.session, "notice.upserted")
+    assert len(pushed) == 2
+    retry_at_ms = pushed[-1].payload["notice"]["retry_at_ms"]
+    assert retry_at_ms <= time.time() * 1000
+    html = event_html(
+        session_id=running_generation.session_id,
+        event="notice.upserted",
+        payload=pushed[-1].payload,
+        now_ms=retry_at_ms,
+    )
+    assert "Retrying now…" in html
+    assert RetryNotice.objects.live().get().attempt == 2
+
+
+def test_claiming_keeps_a_due_time_already_past(running_generation, clock):
+    retry_at_s = time.time() - 2
+    loop = waiting_loop_with_banner(running_generation, clock, retry_at=retry_at_s)
+
+    attempt_claim(loop_id=loop.pk, attempt=loop.attempt)
+
+    pushed = events_of(running_generation.session, "notice.upserted")
+    assert pushed[-1].payload["notice"]["retry_at_ms"] == int(retry_at_s * 1000)
+
+
+def test_claiming_an_attempt_without_a_banner_writes_no_notice(running_generation, clock):
+    PromptGeneration.objects.filter(pk=running_generation.pk).update(
+        state=PromptGeneration.State.WAITING_RETRY
+    )
+    loop = loop_make(generation=running_generation, clock=clock)
+
+    assert attempt_claim(loop_id=loop.pk, attempt=loop.attempt) is not None
+
+    assert events_of(running_generation.session, "notice.upserted") == []
+    assert not RetryNotice.objects.exists()
+
+
+def test_a_claim_already_made_does_not_touch_the_banner(running_generation, clock):
+    loop = waiting_loop_with_banner(running_generation, clock, retry_at=time.time() + 30)
+    attempt_claim(loop_id=loop.pk, attempt=loop.attempt)
+
+    assert attempt_claim(loop_id=loop.pk, attempt=loop.attempt) is None
+    assert len(events_of(running_generation.session, "notice.upserted")) == 2
