@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
@@ -300,6 +301,8 @@ class _Watchdog:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._guards: set[GuardedStream] = set()
+        # Guards whose check raised: logged once each, not every slice until their stream ends.
+        self._failing: weakref.WeakSet[GuardedStream] = weakref.WeakSet()
         self._thread: threading.Thread | None = None
         self._pid = 0
 
@@ -334,8 +337,11 @@ class _Watchdog:
                         guard._trip(abort)
                         continue
                 except Exception:  # one broken guard must not unwatch the rest
-                    logger.exception("guard watchdog failed for one stream")
+                    if guard not in self._failing:
+                        self._failing.add(guard)
+                        logger.exception("guard watchdog failed for one stream")
                     continue
+                self._failing.discard(guard)
                 wait_s = min(wait_s, max(left_s, 0.005))
             with self._lock:
                 self._wake.wait(wait_s)

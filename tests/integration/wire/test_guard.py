@@ -182,6 +182,41 @@ def test_the_watchdog_follows_the_injected_clock(mock_provider: MockProvider) ->
     assert time.monotonic() - started < 0.2 + 0.5
 
 
+class WatchdogBreaksClock(FakeClock):
+    """A clock that raises when the watchdog thread reads it while ``broken`` is set."""
+
+    broken = False
+
+    def monotonic(self) -> float:
+        if self.broken and threading.current_thread().name == "guard-watchdog":
+            raise RuntimeError("the clock is broken")
+        return super().monotonic()
+
+
+def test_a_guard_whose_check_raises_is_logged_once_and_still_watched(
+    mock_provider: MockProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = WatchdogBreaksClock()
+    clock.broken = True
+    stream = open_stream(
+        mock_provider.target("anthropic"),
+        user_call("/slow-first-byte:5000 hi"),
+        cancel=CancelToken(),
+        clock=clock,
+    )
+
+    def repair() -> None:  # after two or three of the watchdog's 0.25 s slices
+        clock.broken = False
+        clock.advance(46)
+
+    threading.Timer(0.6, repair).start()
+    _, failure = consume(stream)
+
+    assert failure.evidence.kind is Kind.TIMEOUT and "45 s" in failure.detail
+    failed = [r for r in caplog.records if r.getMessage() == "guard watchdog failed for one stream"]
+    assert len(failed) == 1
+
+
 @pytest.mark.parametrize("wire", WIRES)
 def test_a_consumer_that_stops_early_closes_the_response(
     mock_provider: MockProvider, wire: str
