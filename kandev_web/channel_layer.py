@@ -1,4 +1,5 @@
-"""The channel layer: channels_redis, plus sending to many groups at once.
+"""The channel layer: channels_redis, plus sending to many groups at once and receiving a
+process's messages in batches.
 
 A worker streaming 200 sessions pushes about a hundred events a second. channels_redis sends each
 group message in four Redis round trips (expire the group's members, read them, expire the
@@ -9,6 +10,15 @@ every message, in the order given (Redis runs a pipeline in order, so a group's 
 theirs). Delivery is the library's own: the same keys, the same per-channel capacity rule, the
 same message format, so the websocket consumers (plain ``receive``) read them as any other.
 
+A Daphne process reads every one of its websockets' messages from one inbox key, and channels_redis
+takes them off one at a time in four round trips each (restore a backup, BZPOPMIN, back the
+message up, clear the backup). Under a streaming load that is the process's ceiling, and a full
+inbox drops messages (ChannelFull). ``receive_single`` here takes up to ``RECEIVE_BATCH`` of them
+in one ZPOPMIN (blocking in BZPOPMIN only when the inbox is empty) into a buffer of the layer's
+own. The take runs in a task of its own that the caller's cancellation does not stop (a
+websocket that closes cancels its receive), so what Redis handed over always reaches the buffer:
+the guarantee channels_redis' backup queue gives, without its round trips.
+
 It relies on channels_redis internals (``_group_key``, ``_map_channel_keys_to_connection``, the
 delivery script's contract); the version is pinned in uv.lock and
 tests/integration/web/test_channel_layer.py holds this to what ``group_send`` does.
@@ -16,14 +26,19 @@ tests/integration/web/test_channel_layer.py holds this to what ``group_send`` do
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 from channels_redis.core import RedisChannelLayer as _RedisChannelLayer
 
 logger = logging.getLogger(__name__)
+
+# Messages a process takes off its inbox per round trip.
+RECEIVE_BATCH = 100
 
 # Each channel key gets the message unless it already holds ``capacity`` of them (as channels_redis
 # does); returns how many keys were full.
@@ -44,6 +59,60 @@ return full
 
 
 class RedisChannelLayer(_RedisChannelLayer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._inboxes: dict[str, deque[bytes]] = {}
+        self._takes: dict[str, asyncio.Task[None]] = {}
+
+    async def receive_single(self, channel: str) -> tuple[Any, dict[str, Any]]:
+        """The next message of a process inbox (``prefix!``) from the layer's buffer, refilled
+        in batches; any other channel as channels_redis receives it."""
+        if "!" not in channel:
+            return await super().receive_single(channel)
+        assert self.require_valid_channel_name(channel, receive=True)
+        inbox = self._inboxes.setdefault(channel, deque())
+        while not inbox:
+            take = self._takes.get(channel)
+            if take is not None and take.get_loop() is not asyncio.get_running_loop():
+                take = None  # left by an event loop that has ended: it can never finish
+            if take is None:
+                take = self._takes[channel] = asyncio.ensure_future(self._take(channel, inbox))
+                take.add_done_callback(lambda done: self._take_done(channel, done))
+            await asyncio.shield(take)
+        return self._decoded(channel, inbox.popleft())
+
+    async def _take(self, channel: str, inbox: deque[bytes]) -> None:
+        connection = self.connection(self.consistent_hash(channel))
+        key = self.prefix + channel
+        taken = await connection.zpopmin(key, RECEIVE_BATCH)
+        if taken:
+            inbox.extend(member for member, _score in taken)
+            return
+        popped = await connection.bzpopmin(key, timeout=self.brpop_timeout)
+        if popped is not None:
+            inbox.append(popped[1])
+
+    def _take_done(self, channel: str, done: asyncio.Task[None]) -> None:
+        if self._takes.get(channel) is done:
+            del self._takes[channel]
+        if not done.cancelled():
+            done.exception()  # retrieved: the waiting receive raises it, or nobody was waiting
+
+    def _decoded(self, channel: str, content: bytes) -> tuple[Any, dict[str, Any]]:
+        message = self.deserialize(content)
+        # A message sent to a full channel name carries it (as channels_redis unpacks it).
+        if "__asgi_channel__" in message:
+            channel = message.pop("__asgi_channel__")
+        return channel, message
+
+    async def close_pools(self) -> None:
+        """Stop any take still blocked on an empty inbox before the connections close."""
+        takes = list(self._takes.values())
+        for take in takes:
+            take.cancel()
+        await asyncio.gather(*takes, return_exceptions=True)
+        await super().close_pools()
+
     async def group_send_many(self, sends: Sequence[tuple[str, dict[str, Any]]]) -> None:
         """``group_send`` for each (group, message), in order, in two round trips in all."""
         if self.ring_size != 1:  # sharded over several Redis hosts: one by one

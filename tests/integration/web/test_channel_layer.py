@@ -1,20 +1,27 @@
-"""group_send_many (kandev_web/channel_layer.py) against real Redis: what it delivers is what
-channels_redis' own group_send delivers, in the order given, in two round trips per batch."""
+"""kandev_web/channel_layer.py against real Redis. group_send_many delivers what channels_redis'
+own group_send delivers, in the order given, in two round trips per batch; a process's inbox is
+received as channels_redis receives it, in batches, and a cancelled receive loses nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 
 import pytest
+from channels_redis.core import RedisChannelLayer as ChannelsRedisLayer
 from django.conf import settings
 
-from kandev_web.channel_layer import RedisChannelLayer
+from kandev_web.channel_layer import RECEIVE_BATCH, RedisChannelLayer
+
+
+def base_config(**config) -> dict:
+    base = settings.CHANNEL_LAYERS["default"]["CONFIG"]
+    return {**base, "prefix": f"cl{uuid.uuid4().hex[:8]}", **config}
 
 
 def layer_with(**config) -> RedisChannelLayer:
-    base = settings.CHANNEL_LAYERS["default"]["CONFIG"]
-    return RedisChannelLayer(**{**base, "prefix": f"cl{uuid.uuid4().hex[:8]}", **config})
+    return RedisChannelLayer(**base_config(**config))
 
 
 async def members(layer: RedisChannelLayer, group: str, count: int) -> list[str]:
@@ -75,4 +82,98 @@ async def test_a_bad_group_name_is_refused_before_anything_is_sent():
         await layer.group_send_many([("g", {"type": "e"}), ("no spaces allowed", {"type": "e"})])
     await layer.group_send("g", {"type": "e", "n": "later"})
     assert (await layer.receive(channel))["n"] == "later"  # nothing of the refused batch went
+    await layer.flush()
+
+
+# ---- receiving a process's inbox in batches ----------------------------------------------------
+
+
+def counting_takes(layer: RedisChannelLayer) -> list[int]:
+    """Record the inbox length after each of the layer's round trips to take messages."""
+    takes: list[int] = []
+    original = layer._take
+
+    async def take(channel, inbox):
+        await original(channel, inbox)
+        takes.append(len(inbox))
+
+    layer._take = take
+    return takes
+
+
+async def test_a_process_receives_every_message_once_in_order_in_batches():
+    layer = layer_with()
+    channels = [await layer.new_channel() for _ in range(3)]
+    sent = 2 * RECEIVE_BATCH + 50
+    for n in range(sent):
+        await layer.send(channels[n % 3], {"type": "e", "n": n})
+    takes = counting_takes(layer)
+
+    got = {channel: [] for channel in channels}
+    for n in range(sent):
+        channel = channels[n % 3]
+        got[channel].append((await layer.receive(channel))["n"])
+
+    assert got == {c: list(range(i, sent, 3)) for i, c in enumerate(channels)}
+    assert len(takes) == 3  # 100 + 100 + 50, where channels_redis makes 4 round trips a message
+    await layer.flush()
+
+
+async def test_it_receives_what_channels_redis_receives():
+    plain, batched = ChannelsRedisLayer(**base_config()), layer_with()
+    message = {"type": "session.event", "seq": 7, "payload": {"text": "héllo", "n": [1, 2]}}
+    a, b = await plain.new_channel(), await batched.new_channel()
+    await plain.send(a, message)
+    await batched.send(b, message)
+    assert await batched.receive(b) == await plain.receive(a) == message
+    await plain.flush()
+    await batched.flush()
+
+
+async def test_a_receive_cancelled_while_waiting_loses_nothing():
+    layer = layer_with()
+    channel = await layer.new_channel()
+    waiting = asyncio.ensure_future(layer.receive(channel))
+    await asyncio.sleep(0.05)  # blocked in BZPOPMIN on the empty inbox
+    waiting.cancel()  # the websocket closed
+    await layer.send(channel, {"type": "e", "n": 1})  # arrives while the take still waits
+
+    assert (await asyncio.wait_for(layer.receive(channel), 5))["n"] == 1
+    await layer.flush()
+
+
+async def test_a_redis_error_reaches_the_receiver_and_the_next_receive_works():
+    layer = layer_with()
+    channel = await layer.new_channel()
+    original, failures = layer._take, [ConnectionError("Redis went away")]
+
+    async def take(channel, inbox):
+        if failures:
+            raise failures.pop()
+        await original(channel, inbox)
+
+    layer._take = take
+    with pytest.raises(ConnectionError, match="Redis went away"):
+        await layer.receive(channel)
+    await layer.send(channel, {"type": "e", "n": 2})
+    assert (await layer.receive(channel))["n"] == 2
+    await layer.flush()
+
+
+async def test_closing_the_pools_stops_a_take_blocked_on_an_empty_inbox():
+    layer = layer_with()
+    channel = await layer.new_channel()
+    waiting = asyncio.ensure_future(layer.receive(channel))
+    await asyncio.sleep(0.05)
+    waiting.cancel()
+
+    await asyncio.wait_for(layer.close_pools(), 2)  # not the 5 s BZPOPMIN timeout
+    assert layer._takes == {}
+
+
+async def test_a_named_channel_is_received_as_channels_redis_does():
+    layer = layer_with()
+    await layer.send("plain-channel", {"type": "e", "n": 3})
+    assert (await layer.receive("plain-channel"))["n"] == 3
+    assert layer._takes == {}
     await layer.flush()
