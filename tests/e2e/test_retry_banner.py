@@ -147,16 +147,10 @@ def test_a_429_retry_waits_at_least_as_long_as_its_retry_after(stack, desktop, p
 
 def test_the_countdown_runs_down_to_retrying_now_on_both_screens_without_red(stack, desktop, phone):
     # The phone's clock is 90 minutes wrong; the countdown still agrees, measured on server time.
-    phone.context.add_init_script(
-        "{ const realNow = Date.now; Date.now = () => realNow() - 90 * 60 * 1000; }"
-    )
-    both_open(stack, desktop, phone, "Countdown")
-    send(phone, "/rate-limited:1:3 count down with me")
-    for page in (desktop, phone):
-        wait_for_answer(page)
+    phone_clock = "{ const realNow = Date.now; Date.now = () => realNow() - 90 * 60 * 1000; }"
+    seen = countdowns_of_a_retry(stack, desktop, phone, phone_clock=phone_clock, wait_s=3)
 
-    for page in (desktop, phone):
-        shown = [text for text in page_seen(page)["countdowns"] if text is not None]
+    for page, shown in zip((desktop, phone), seen, strict=True):
         assert shown, page_seen(page)
         assert shown[-1] == RETRYING_NOW, shown
         seconds = [seconds_left(text) for text in shown[:-1]]
@@ -172,22 +166,30 @@ def test_a_page_whose_countdown_runs_behind_the_server_still_shows_retrying_now(
     # correction; a banner frame that reached the page late does the same): its countdown runs
     # behind the server's. The retry's claim is what says "Retrying now…" before the answer
     # takes the banner away (without it this page ends on "Retrying in 0:02").
-    phone.context.add_init_script(
-        """{ const realNow = Date.now;
-             Date.now = () => {
-               const el = document.querySelector('#notice [data-server-now-ms]');
-               const shown_ms = el ? realNow() - Number(el.dataset.serverNowMs) : 0;
-               return realNow() - (shown_ms > 300 ? 1500 : 0);
-             }; }"""
-    )
-    both_open(stack, desktop, phone, "Clock set back")
-    send(desktop, "/rate-limited:1:2 count down with me")
+    phone_clock = """{ const realNow = Date.now;
+        Date.now = () => {
+          const el = document.querySelector('#notice [data-server-now-ms]');
+          const shown_ms = el ? realNow() - Number(el.dataset.serverNowMs) : 0;
+          return realNow() - (shown_ms > 300 ? 1500 : 0);
+        }; }"""
+    seen = countdowns_of_a_retry(stack, desktop, phone, phone_clock=phone_clock, wait_s=2)
+
+    for shown in seen:
+        assert shown and shown[-1] == RETRYING_NOW, shown
+
+
+def countdowns_of_a_retry(stack, desktop, phone, *, phone_clock: str, wait_s: int) -> list:
+    """One rate-limited prompt (retry after ``wait_s``) sent from the phone, whose clock is
+    ``phone_clock``; each page's countdown texts, in the order shown, once both have the answer."""
+    phone.context.add_init_script(phone_clock)
+    both_open(stack, desktop, phone, f"Countdown {wait_s} s")
+    send(phone, f"/rate-limited:1:{wait_s} count down with me")
     for page in (desktop, phone):
         wait_for_answer(page)
-
-    for page in (desktop, phone):
-        shown = [text for text in page_seen(page)["countdowns"] if text is not None]
-        assert shown and shown[-1] == RETRYING_NOW, shown
+    return [
+        [text for text in page_seen(page)["countdowns"] if text is not None]
+        for page in (desktop, phone)
+    ]
 
 
 def seconds_left(text: str) -> int:
