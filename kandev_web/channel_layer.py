@@ -17,7 +17,8 @@ inbox drops messages (ChannelFull). ``receive_single`` here takes up to ``RECEIV
 in one ZPOPMIN (blocking in BZPOPMIN only when the inbox is empty) into a buffer of the layer's
 own. The take runs in a task of its own that the caller's cancellation does not stop (a
 websocket that closes cancels its receive), so what Redis handed over always reaches the buffer:
-the guarantee channels_redis' backup queue gives, without its round trips.
+the guarantee channels_redis' backup queue gives, without its round trips. As with channels_redis'
+own receive, one layer receives in one event loop.
 
 It relies on channels_redis internals (``_group_key``, ``_map_channel_keys_to_connection``, the
 delivery script's contract); the version is pinned in uv.lock and
@@ -73,8 +74,6 @@ class RedisChannelLayer(_RedisChannelLayer):
         inbox = self._inboxes.setdefault(channel, deque())
         while not inbox:
             take = self._takes.get(channel)
-            if take is not None and take.get_loop() is not asyncio.get_running_loop():
-                take = None  # left by an event loop that has ended: it can never finish
             if take is None:
                 take = self._takes[channel] = asyncio.ensure_future(self._take(channel, inbox))
                 take.add_done_callback(lambda done: self._take_done(channel, done))
