@@ -37,16 +37,22 @@ def notices_refused() -> Iterator[None]:
             "CREATE OR REPLACE FUNCTION kandev_refuse_notice() RETURNS trigger AS $$ BEGIN "
             "RAISE EXCEPTION 'notice storage unavailable'; END $$ LANGUAGE plpgsql"
         )
-        cursor.execute(
-            f"CREATE TRIGGER kandev_refuse_notice BEFORE INSERT OR UPDATE ON {TABLE} "
-            "FOR EACH ROW EXECUTE FUNCTION kandev_refuse_notice()"
-        )
+    notices_refused_again()
     try:
         yield
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP TRIGGER IF EXISTS kandev_refuse_notice ON {TABLE}")
             cursor.execute("DROP FUNCTION IF EXISTS kandev_refuse_notice()")
+
+
+def notices_refused_again() -> None:
+    """Every INSERT and UPDATE of a retry notice raises (the fixture made the function)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TRIGGER kandev_refuse_notice BEFORE INSERT OR UPDATE ON {TABLE} "
+            "FOR EACH ROW EXECUTE FUNCTION kandev_refuse_notice()"
+        )
 
 
 def notices_allowed() -> None:
@@ -92,14 +98,26 @@ def test_an_existing_notice_that_cannot_be_updated_is_not_duplicated(
     notices_allowed()
     generation = run_prompt(chat, owner, "/overloaded:2 tell me a joke", clock)
     first = RetryNotice.objects.get()
-    with connection.cursor() as cursor:  # updates refused from here on
-        cursor.execute(
-            f"CREATE TRIGGER kandev_refuse_notice BEFORE INSERT OR UPDATE ON {TABLE} "
-            "FOR EACH ROW EXECUTE FUNCTION kandev_refuse_notice()"
-        )
+    notices_refused_again()  # updates refused from here on
 
     run_retry(RetryLoop.objects.get(generation=generation), clock)
 
     generation.refresh_from_db()
     assert generation.state == State.WAITING_RETRY
     assert list(RetryNotice.objects.values_list("pk", "attempt")) == [(first.pk, 1)]
+
+
+def test_a_banner_that_cannot_be_turned_to_retrying_now_does_not_stop_the_attempt(
+    chat, owner, clock, mock_provider, notices_refused, caplog
+):
+    notices_allowed()
+    generation = run_prompt(chat, owner, "/overloaded:1 tell me a joke", clock)
+    assert RetryNotice.objects.live().count() == 1
+    notices_refused_again()  # updates refused from here on
+
+    run_retry(RetryLoop.objects.get(generation=generation), clock)
+
+    generation.refresh_from_db()
+    assert generation.state == State.SUCCEEDED
+    assert mock_provider.count() == 2
+    assert "marking the retry notice of loop" in caplog.text
