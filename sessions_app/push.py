@@ -54,7 +54,9 @@ class _Push:
     layer: Any
     group: str
     message: dict[str, Any]
-    failed: str  # the warning logged when it did not go out
+    # The warning logged when it did not go out: a format and its arguments, formatted only then
+    # (a push is made for every event).
+    failed: tuple[Any, ...]
     written_at: float | None = None  # time.monotonic() of the write, for the latency metric
 
 
@@ -151,9 +153,9 @@ class _PushLoop:
                 for group, message in sends:
                     await asyncio.wait_for(layer.group_send(group, message), PUSH_TIMEOUT_S)
         except Exception:
-            logger.warning(pushes[0].failed, exc_info=True)
+            logger.warning(*pushes[0].failed, exc_info=True)
             for push in pushes[1:]:
-                logger.warning(push.failed)
+                logger.warning(*push.failed)
             return
         now = time.monotonic()
         due = False
@@ -187,7 +189,7 @@ def event_push(
     _push(
         group_name(session_id),
         group_message(seq=seq, event=event, payload=payload),
-        failed=f"push of session {session_id} seq {seq} failed",
+        failed=("push of session %s seq %s failed", session_id, seq),
         written_at=written_at,
     )
 
@@ -197,7 +199,7 @@ def board_push(*, owner_id: int) -> None:
     freshness until the next one (or a reload): the database is the truth."""
     _push(
         board_group_name(owner_id), {"type": "board.changed"},
-        failed=f"board push to user {owner_id} failed",
+        failed=("board push to user %s failed", owner_id),
     )  # fmt: skip
 
 
@@ -208,7 +210,11 @@ def push_drain(*, timeout_s: float = PUSH_TIMEOUT_S * 4) -> bool:
 
 
 def _push(
-    group: str, message: dict[str, Any], *, failed: str, written_at: float | None = None
+    group: str,
+    message: dict[str, Any],
+    *,
+    failed: tuple[Any, ...],
+    written_at: float | None = None,
 ) -> None:
     try:
         layer = get_channel_layer()
@@ -216,4 +222,4 @@ def _push(
             return
         _push_loop.send(_Push(layer, group, message, failed, written_at))
     except Exception:
-        logger.warning(failed, exc_info=True)
+        logger.warning(*failed, exc_info=True)

@@ -30,7 +30,7 @@ class GatedLayer:
 
 
 def a_push(layer, n: int) -> push._Push:
-    return push._Push(layer, "g", {"type": "e", "n": n}, f"push {n} failed")
+    return push._Push(layer, "g", {"type": "e", "n": n}, ("push %s failed", n))
 
 
 def test_many_pushes_to_one_session_arrive_in_the_order_made():
