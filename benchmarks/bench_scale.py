@@ -5,15 +5,15 @@ watched by 2 websocket viewers, through the real stack.
     KANDEV_BENCH_SCALE_WORKERS=1 python -m benchmarks.bench_scale      # one worker process
     KANDEV_BENCH_SCALE_POOL=prefork KANDEV_BENCH_SCALE_CONCURRENCY=2 python -m benchmarks.bench_scale
 
-Subprocesses on a throwaway database: the mock provider, the Celery workers (`make run`'s pool
-and number of processes: one per core, KANDEV_WORKER_PROCESSES; unless overridden as above to
-compare), and Daphne. A set-up process creates 100 people with 2 sessions each, a login and an
-API token per person; this process opens 2 websockets per session (400) and waits for their
-snapshots; then it sends the 200 prompts the way a client does (POST
-/api/v1/sessions/<id>/prompts), paced at SUBMIT_PER_S, each answer streaming for about 25 s (`[[mock:long:1500:3:50]]`: 500 deltas, 50 ms apart), so the last
-prompts arrive while every earlier session still streams. Meanwhile this process samples the
-database's connections (pg_stat_activity), the generations running at once, and the workers'
-memory (RSS of their process trees) every 100 ms.
+Subprocesses on a throwaway database: the mock provider, the Celery workers (`make run`'s pool and
+number of processes: one per core, KANDEV_WORKER_PROCESSES; unless overridden as above to compare),
+and Daphne. A set-up process creates 100 people with 2 sessions each, a login and an API token per
+person; this process opens 2 websockets per session (400) and waits for their snapshots; then it
+sends the 200 prompts the way a client does (POST /api/v1/sessions/<id>/prompts), paced at
+SUBMIT_PER_S, each answer streaming for about 25 s (`[[mock:long:1500:3:50]]`: 500 deltas, 50 ms
+apart), so the last prompts arrive while every earlier session still streams. Meanwhile this
+process samples the database's connections (pg_stat_activity), the generations running at once, and
+the workers' memory (RSS of their process trees) every 100 ms.
 
 Reported: the wait from each prompt's submission to the provider receiving its first request
 (the mock's request log, matched to the prompt by its session's conversation), p50 and p99; the
