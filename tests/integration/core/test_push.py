@@ -117,3 +117,17 @@ def test_the_push_latency_of_delivered_pushes_is_counted(redis_client):
                    written_at=time.monotonic())  # fmt: skip
     assert push_drain()
     assert metrics.read_series(metrics.PUSH_LATENCY_SECONDS)["[]|count"] == before + 3
+
+
+def test_a_worker_shutting_down_waits_for_its_last_pushes():
+    from celery.signals import worker_shutdown
+
+    import sessions_app.tasks  # noqa: F401 - connects the worker's shutdown handlers
+
+    layer = GatedLayer()
+    push._push_loop.send(a_push(layer, 1))
+    threading.Timer(0.2, layer.gate.set).start()  # the send takes a while
+
+    worker_shutdown.send(sender=None)
+
+    assert layer.sent == [("g", {"type": "e", "n": 1})]
