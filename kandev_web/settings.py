@@ -96,7 +96,9 @@ def database_from_url(url: str) -> dict:
     """postgresql://user:pass@host:port/name, or ?host=/socket/dir for a unix socket."""
     parsed = urlparse(url)
     if parsed.scheme not in ("postgres", "postgresql"):
-        raise ImproperlyConfigured(f"DATABASE_URL must be a postgresql:// URL, got {parsed.scheme!r}")
+        raise ImproperlyConfigured(
+            f"DATABASE_URL must be a postgresql:// URL, got {parsed.scheme!r}"
+        )
     query = parse_qs(parsed.query)
     host = query.get("host", [parsed.hostname or ""])[0]
     return {
@@ -370,7 +372,9 @@ try:
 except ValueError as error:
     raise ImproperlyConfigured(str(error)) from None
 # The namespace of this deployment's shared keys in Redis (provider health, metrics).
-KANDEV_REDIS_PREFIX = env_str("KANDEV_REDIS_PREFIX", f"{env_str('KANDEV_CHANNEL_PREFIX', 'kandev')}")
+KANDEV_REDIS_PREFIX = env_str(
+    "KANDEV_REDIS_PREFIX", f"{env_str('KANDEV_CHANNEL_PREFIX', 'kandev')}"
+)
 if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", KANDEV_REDIS_PREFIX):
     raise ImproperlyConfigured(
         f"KANDEV_REDIS_PREFIX must be 1-64 letters, digits, '_', '.' or '-', got {KANDEV_REDIS_PREFIX!r}"
@@ -391,7 +395,13 @@ KANDEV_ACP_SLOT_DIR = Path(env_str("KANDEV_ACP_SLOT_DIR", str(KANDEV_ACP_WORKDIR
 # The only variables an ACP agent process inherits from the worker (besides its target's key):
 # the locale, the import path (our mock agent is a module of this project) and the mock agent's
 # counters; never the database or Redis URL, the Django secret or other keys.
-ACP_INHERITABLE = ("LANG", "LC_ALL", "PYTHONPATH", "KANDEV_MOCK_ACP_STATE", "KANDEV_MOCK_ACP_RECORD")
+ACP_INHERITABLE = (
+    "LANG",
+    "LC_ALL",
+    "PYTHONPATH",
+    "KANDEV_MOCK_ACP_STATE",
+    "KANDEV_MOCK_ACP_RECORD",
+)
 
 
 def acp_inherited_env(environ: dict[str, str] | os._Environ) -> dict[str, str]:
@@ -410,6 +420,24 @@ if not Path(KANDEV_AGENT_NODE).is_absolute():
     )
 _AGENT_PATH_DIRS = (str(Path(KANDEV_AGENT_NODE).parent), "/usr/local/bin", "/usr/bin", "/bin")
 KANDEV_AGENT_PATH = env_str("KANDEV_AGENT_PATH", os.pathsep.join(dict.fromkeys(_AGENT_PATH_DIRS)))
+# Every agent runs confined (sessions_app/agent/sandbox.py): bubblewrap from Debian, with socat
+# for its one way out to its provider. "off" runs agents with the worker's whole view of the box:
+# only for an operator who confines the worker some other way, and every launch logs a warning.
+KANDEV_AGENT_SANDBOX = env_str("KANDEV_AGENT_SANDBOX", "bwrap")
+if KANDEV_AGENT_SANDBOX not in ("bwrap", "off"):
+    raise ImproperlyConfigured(
+        f"KANDEV_AGENT_SANDBOX must be bwrap or off, got {KANDEV_AGENT_SANDBOX!r}"
+    )
+KANDEV_AGENT_BWRAP = env_str("KANDEV_AGENT_BWRAP", shutil.which("bwrap") or "/usr/bin/bwrap")
+if not Path(KANDEV_AGENT_BWRAP).is_absolute():
+    raise ImproperlyConfigured(
+        f"KANDEV_AGENT_BWRAP must be an absolute path to bwrap, got {KANDEV_AGENT_BWRAP!r}"
+    )
+# Where the worker listens for a sandbox's connections to its provider (short: socket paths are
+# limited to 108 bytes).
+KANDEV_AGENT_EGRESS_DIR = Path(
+    env_str("KANDEV_AGENT_EGRESS_DIR", str(Path(tempfile.gettempdir()) / "kandev-egress"))
+)
 # How long an agent gets to exit after its prompt ends (stdin closed) before its whole process
 # group is killed; stop, cancel and timeouts kill at once after the cancel grace.
 KANDEV_AGENT_EXIT_GRACE_S = env_float("KANDEV_AGENT_EXIT_GRACE_S", 0.2)
@@ -549,7 +577,9 @@ if KANDEV_WS_SYNC_BURST < 1 or KANDEV_WS_SYNCS_PER_MINUTE <= 0:
 # KANDEV_LOG_FORMAT=plain for a person reading a terminal.
 KANDEV_LOG_FORMAT = env_str("KANDEV_LOG_FORMAT", "json")
 if KANDEV_LOG_FORMAT not in ("json", "plain"):
-    raise ImproperlyConfigured(f"KANDEV_LOG_FORMAT must be json or plain, got {KANDEV_LOG_FORMAT!r}")
+    raise ImproperlyConfigured(
+        f"KANDEV_LOG_FORMAT must be json or plain, got {KANDEV_LOG_FORMAT!r}"
+    )
 
 LOGGING = {
     "version": 1,

@@ -197,6 +197,10 @@ WORKER_LOST = (
 RETRY_CANCELLED = "Automatic retry was cancelled. Resume or start fresh when ready."
 UNEXPECTED = "Something went wrong on our side while running this prompt. It was not retried."
 NO_PROMPT = "There is no prompt to send yet."
+AGENT_SANDBOX_UNAVAILABLE = (
+    "The agent was not started: it runs only inside its sandbox, and the sandbox could not be "
+    "set up on this worker. Ask an operator to check the worker's log."
+)
 
 
 def tool_loop_limit(model_calls: int) -> str:
@@ -219,6 +223,13 @@ def target_not_allowed(target: str) -> str:
 
 def target_key_missing(target: str) -> str:
     return f"Target {target} can't be called: its API key is not available. {ASK_AN_OPERATOR}"
+
+
+def agent_not_installed(target: str) -> str:
+    return (
+        f"The agent of target {target} could not be started: it is not installed on this "
+        f"worker. {ASK_AN_OPERATOR}"
+    )
 
 
 def target_key_unnamed(target: str) -> str:

@@ -38,6 +38,7 @@ from acp.schema import (
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
     SessionInfoUpdate,
+    ToolCallLocation,
     ToolCallUpdate,
 )
 
@@ -61,9 +62,12 @@ _FAILING = frozenset(
 
 
 class MockAcpAgent:
-    def __init__(self, *, identity: str, model: str) -> None:
+    def __init__(self, *, identity: str, model: str, conversation: str = "") -> None:
         self._identity = identity
         self._model = model
+        # Which conversation prompt counters belong to; without it, the working directory (a
+        # sandboxed agent's is always /workspace, so its launcher names the session instead).
+        self._conversation = conversation
         self._conn: Any = None
         self._sessions = 0
         self._cancelled: dict[str, asyncio.Event] = {}
@@ -111,7 +115,7 @@ class MockAcpAgent:
         command = command_parse(text)
         self._cancelled.setdefault(session_id, asyncio.Event()).clear()
         if command.name in _FAILING and self._should_fail(
-            command, f"{self._cwd.get(session_id)}\n{text}"
+            command, f"{self._conversation or self._cwd.get(session_id)}\n{text}"
         ):
             await self._fail(session_id, command)
         if command.name == "recall":
@@ -160,7 +164,10 @@ class MockAcpAgent:
         if name == "response-retry":
             return await self._response_retry(session_id)
         if name == "tool":
-            await self._tool(session_id, command.arg or "read")
+            # "/tool:read /some/file": a read of that file rather than one of its own.
+            named = (command.rest or "").split(maxsplit=1)
+            path = named[0] if named and named[0].startswith("/") else None
+            await self._tool(session_id, command.arg or "read", path)
         delay_s = int(command.arg or 200) / 1000 if name == "slow" else 0.0
         return await self._plain(session_id, command.rest or "hello", delay_s=delay_s)
 
@@ -198,16 +205,19 @@ class MockAcpAgent:
         await self._say(session_id, "This is the replacement answer.")
         return PromptResponse(stop_reason="end_turn")
 
-    async def _tool(self, session_id: str, kind: str) -> None:
+    async def _tool(self, session_id: str, kind: str, path: str | None = None) -> None:
         tool_id = f"tool-{kind}-1"
         title = f"Mock {kind} tool"
+        # Like a real agent's read, it names the file it wants: one in its working directory
+        # unless the prompt names another.
+        where = [ToolCallLocation(path=path or f"{self._cwd.get(session_id)}/notes.md")]
         await self._conn.session_update(
             session_id=session_id,
-            update=start_tool_call(tool_id, title, kind=kind, status="pending"),
+            update=start_tool_call(tool_id, title, kind=kind, status="pending", locations=where),
         )
         answer = await self._conn.request_permission(
             session_id=session_id,
-            tool_call=ToolCallUpdate(tool_call_id=tool_id, title=title, kind=kind),
+            tool_call=ToolCallUpdate(tool_call_id=tool_id, title=title, kind=kind, locations=where),
             options=[
                 PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
                 PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
@@ -254,8 +264,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m recovery.mock.acp_agent", description=__doc__)
     parser.add_argument("--identity", default="kandev-mock-agent", help="agentInfo.name to report")
     parser.add_argument("--model", default="mock-sonnet", help="model to settle ('' for none)")
+    parser.add_argument("--conversation", default="", help="whose prompt counters these are")
     options = parser.parse_args(argv)
-    asyncio.run(run_agent(MockAcpAgent(identity=options.identity, model=options.model)))
+    agent = MockAcpAgent(
+        identity=options.identity, model=options.model, conversation=options.conversation
+    )
+    asyncio.run(run_agent(agent))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ Commands (the rest of the prompt is the question):
   /slow[:ms]           the default answer, one chunk every ms (200 by default); honours cancel
   /hang                says nothing and ignores session/cancel
   /crash               writes to stderr and exits with status 3 mid-prompt
-  /tool[:kind]         a tool call of that kind (read by default) with a permission request
+  /tool[:kind] [PATH]  a tool call of that kind (read by default) with a permission request,
+                       naming PATH (absolute) or notes.md in its working directory
   /recall              "You said before: ..." with the earlier user prompts it was shown (the
                        leading context block), and the last earlier answer it was shown
   anything else        a thought and a streamed plain answer

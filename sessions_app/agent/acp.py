@@ -117,15 +117,12 @@ class AcpDriver:
         if text is None or not text.prompt:
             raise TargetUnusable(code="no_prompt", detail=wording.NO_PROMPT)
         return AcpPromptSpec(
-            command=config.command,
-            cwd=config.cwd,
+            **config.launch_fields(),
             # The person's own words, then what was really said before: retracted or partial
             # rows never reach the agent.
             prompt=text.prompt,
             context=text.context,
             correlation=self.correlation,
-            env=config.env,
-            permission_policy=config.permission_policy,
             prompt_timeout_s=max(1, settings.CELERY_TASK_SOFT_TIME_LIMIT - _TIMEOUT_MARGIN_S),
             exit_grace_s=settings.KANDEV_AGENT_EXIT_GRACE_S,
         )

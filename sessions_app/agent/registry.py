@@ -33,10 +33,15 @@ Kind = ProviderTarget.AgentKind
 class LaunchRequest:
     """What a launcher may use: the target's own settings and the session's private home."""
 
-    home: Path  # private to the session; HOME and every config directory live under it
+    # Private to the session, as the agent sees it (inside its sandbox, sandbox.SEEN_HOME);
+    # HOME and every config directory live under it.
+    home: Path
     key: str = field(repr=False)
     base_url: str  # "" means the agent's own default endpoint
     model: str  # "" means the kind's default model
+    # Which session this is, for an agent that keeps state across attempts (our mock agent's
+    # prompt counters); never a path.
+    conversation: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +49,11 @@ class AgentLaunch:
     command: tuple[str, ...]
     env: Mapping[str, str] = field(repr=False)  # holds the key: never log it
     files: Mapping[Path, str] = field(default_factory=dict, repr=False)  # written before launch
+    # What the agent runs on, bound read-only into its sandbox at the same path.
+    runtime: tuple[Path, ...] = ()
+    # Files outside its home it may write, bound read-write at the same path (our mock agent's
+    # counters only; a real agent has none).
+    writable_files: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +80,13 @@ def _package(*parts: str) -> str:
     return str(Path(settings.KANDEV_AGENT_PACKAGES, *parts))
 
 
+def _node_runtime() -> tuple[Path, ...]:
+    """The agent CLIs' packages, and Node.js itself when it is not the system's (under /usr)."""
+    node = Path(settings.KANDEV_AGENT_NODE).resolve()
+    extra = () if node.is_relative_to("/usr") else (node.parent.parent,)
+    return (Path(settings.KANDEV_AGENT_PACKAGES).resolve(), *extra)
+
+
 def _claude(request: LaunchRequest) -> AgentLaunch:
     env = _base_env(request.home)
     env.update(
@@ -94,7 +111,7 @@ def _claude(request: LaunchRequest) -> AgentLaunch:
         settings.KANDEV_AGENT_NODE,
         _package("@zed-industries", "claude-agent-acp", "dist", "index.js"),
     )
-    return AgentLaunch(command=command, env=env)
+    return AgentLaunch(command=command, env=env, runtime=_node_runtime())
 
 
 CODEX_PROVIDER = "kandev"
@@ -147,7 +164,10 @@ def _codex(request: LaunchRequest) -> AgentLaunch:
     env.update({"CODEX_HOME": str(codex_home), "OPENAI_API_KEY": request.key})
     config = codex_config(model=request.model or CODEX_MODEL, base_url=request.base_url)
     return AgentLaunch(
-        command=(_codex_binary(),), env=env, files={codex_home / "config.toml": config}
+        command=(_codex_binary(),),
+        env=env,
+        files={codex_home / "config.toml": config},
+        runtime=_node_runtime(),
     )
 
 
@@ -190,7 +210,12 @@ def _gemini(request: LaunchRequest) -> AgentLaunch:
         command=command,
         env=env,
         files={request.home / ".gemini" / "settings.json": settings_json},
+        runtime=_node_runtime(),
     )
+
+
+MOCK_STATE_ENV = "KANDEV_MOCK_ACP_STATE"
+MOCK_RECORD_ENV = "KANDEV_MOCK_ACP_RECORD"
 
 
 def _mock(request: LaunchRequest) -> AgentLaunch:
@@ -199,10 +224,22 @@ def _mock(request: LaunchRequest) -> AgentLaunch:
     env["PYTHONPATH"] = ":".join(
         part for part in (env.get("PYTHONPATH", ""), str(settings.BASE_DIR)) if part
     )
+    # Its prompt counters must outlive each attempt's process (and its private /tmp).
+    env.setdefault(MOCK_STATE_ENV, str(Path(settings.KANDEV_ACP_WORKDIR) / "mock-agent.json"))
+    counters = tuple(Path(env[name]) for name in (MOCK_STATE_ENV, MOCK_RECORD_ENV) if env.get(name))
     command = (sys.executable, "-m", "recovery.mock.acp_agent")
     if request.model:
         command += ("--model", request.model)
-    return AgentLaunch(command=command, env=env)
+    if request.conversation:
+        command += ("--conversation", request.conversation)
+    return AgentLaunch(command=command, env=env, runtime=mock_runtime(), writable_files=counters)
+
+
+def mock_runtime() -> tuple[Path, ...]:
+    """What our Python mock agents run on: Python and our own recovery package, never the rest
+    of the checkout."""
+    python = sorted({Path(sys.prefix), Path(sys.base_prefix)})
+    return (*python, Path(settings.BASE_DIR, "recovery"))
 
 
 CLAUDE_MODEL = "claude-sonnet-4-6"

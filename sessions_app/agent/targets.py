@@ -21,11 +21,23 @@ from django.conf import settings
 
 from recovery import wording
 from recovery.providers.acp import PermissionPolicy
+from recovery.providers.acp.egress import EgressRoute
 from recovery.providers.base import StreamTimeouts, TargetConfig
 from recovery.taxonomy import Evidence, Kind, Phase, ProviderFailure, Source
 from sessions_app.agent.registry import LaunchRequest, agent_spec
+from sessions_app.agent.sandbox import (
+    SEEN_HOME,
+    SEEN_WORKSPACE,
+    SandboxPlan,
+    SandboxUnavailable,
+    endpoint_of,
+    sandbox_command,
+    sandbox_enabled,
+    sandbox_ready,
+    url_as_seen,
+)
 from sessions_app.models import ProviderTarget
-from sessions_app.target_rules import base_url_effective, target_problems
+from sessions_app.target_rules import AGENT_DEFAULT_BASE_URLS, base_url_effective, target_problems
 
 logger = logging.getLogger(__name__)
 
@@ -116,20 +128,34 @@ def target_config_for(
 
 @dataclass(frozen=True, slots=True)
 class AcpTargetConfig:
-    command: tuple[str, ...]
-    cwd: str
+    command: tuple[str, ...]  # the agent's, wrapped in its sandbox's when it is confined
+    cwd: str  # the working directory as the agent sees it
     env: Mapping[str, str] = field(repr=False)  # may hold the agent's key: never log it
     permission_policy: PermissionPolicy = PermissionPolicy.ALLOW_READ_ONLY
+    host_cwd: str | None = None  # where ``cwd`` is on this machine, when the agent is confined
+    egress: tuple[EgressRoute, ...] = ()
+
+    def launch_fields(self) -> dict:
+        """What an AcpPromptSpec takes from the launch: how to start the agent, and where."""
+        return {
+            "command": self.command,
+            "cwd": self.cwd,
+            "host_cwd": self.host_cwd,
+            "egress": self.egress,
+            "env": self.env,
+            "permission_policy": self.permission_policy,
+        }
 
 
 def acp_config_for(
     target: ProviderTarget, *, session_id: int, environ: Mapping[str, str] = os.environ
 ) -> AcpTargetConfig:
-    """The launch of the target's agent kind (sessions_app.agent.registry): its command, a
-    working directory and a private home of the session's own (config files written there), and
-    an environment holding only what the launcher puts in it plus the target's key, looked up by
-    name in ``environ``. Raises TargetUnusable for a target without a known agent kind, or a key
-    that is needed and not set."""
+    """The launch of the target's agent kind (sessions_app.agent.registry), confined in its
+    sandbox (sessions_app.agent.sandbox): its command, a working directory and a private home of
+    the session's own (config files written there), and an environment holding only what the
+    launcher puts in it plus the target's key, looked up by name in ``environ``. Raises
+    TargetUnusable for a target without a known agent kind, a key that is needed and not set, or
+    a machine where the sandbox cannot be set up."""
     spec = agent_spec(target.agent_kind)
     if spec is None:
         raise TargetUnusable(
@@ -137,21 +163,73 @@ def acp_config_for(
         )
     # The same allowlists as a direct target's: the agent's key variable and the host it calls.
     _refuse_what_the_operator_disallows(target)
+    key = _agent_key(target, needed=spec.needs_key, environ=environ)
+    home = _private_dir(f"home-{session_id}")
+    workspace = _private_dir(f"session-{session_id}")
+    confined = sandbox_enabled()
+    if confined:
+        try:
+            sandbox_ready()
+        except SandboxUnavailable as unavailable:
+            logger.error("agent for target %r not started: %s", target.name, unavailable.reason)
+            raise TargetUnusable(
+                code="sandbox_unavailable", detail=wording.AGENT_SANDBOX_UNAVAILABLE
+            ) from None
+    else:
+        logger.warning(
+            "KANDEV_AGENT_SANDBOX=off: the agent of target %r runs UNCONFINED, with the worker's "
+            "view of this machine",
+            target.name,
+        )
+    endpoint_url = target.base_url or AGENT_DEFAULT_BASE_URLS.get(target.agent_kind, "")
+    endpoint = endpoint_of(endpoint_url) if endpoint_url else None
+    seen_home = Path(SEEN_HOME) if confined else home
     launch = spec.launch(
         LaunchRequest(
-            home=_private_dir(f"home-{session_id}"),
-            key=_agent_key(target, needed=spec.needs_key, environ=environ),
-            base_url=target.base_url,
+            home=seen_home,
+            key=key,
+            # Named even when it is the agent's default: inside, a privileged port moves.
+            base_url=url_as_seen(endpoint_url) if confined and endpoint_url else target.base_url,
             model=target.model,
+            conversation=f"session-{session_id}",
         )
     )
     for path, text in launch.files.items():
+        host = home / path.relative_to(seen_home)
+        host.parent.mkdir(parents=True, exist_ok=True)
+        host.write_text(text, encoding="utf-8")
+        host.chmod(0o600)  # config files sit beside the key's consumers: owner only
+    tmp = Path(launch.env.get("TMPDIR", ""))
+    if tmp.is_relative_to(seen_home):
+        (home / tmp.relative_to(seen_home)).mkdir(parents=True, exist_ok=True)
+    if not confined:
+        return AcpTargetConfig(command=launch.command, cwd=str(workspace), env=launch.env)
+    missing = [str(p) for p in (Path(launch.command[0]), *launch.runtime) if not p.exists()]
+    if missing:
+        # Inside the sandbox this would be bwrap's own error; say what is wrong instead.
+        logger.error("agent for target %r not started: missing %s", target.name, missing)
+        raise TargetUnusable(
+            code="provider_not_configured", detail=wording.agent_not_installed(target.name)
+        )
+    for path in launch.writable_files:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        path.chmod(0o600)  # config files sit beside the key's consumers: owner only
-    Path(launch.env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+    sandboxed = sandbox_command(
+        SandboxPlan(
+            workspace=workspace,
+            home=home,
+            runtime=launch.runtime,
+            writable_files=launch.writable_files,
+            endpoints=(endpoint,) if endpoint else (),
+        ),
+        launch.command,
+    )
     return AcpTargetConfig(
-        command=launch.command, cwd=str(_private_dir(f"session-{session_id}")), env=launch.env
+        command=sandboxed.command,
+        cwd=SEEN_WORKSPACE,
+        env=launch.env,
+        host_cwd=str(workspace),
+        egress=sandboxed.egress,
     )
 
 

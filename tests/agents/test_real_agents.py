@@ -127,9 +127,7 @@ def test_a_rate_limit_waits_at_least_as_long_as_the_provider_asked(chat, clock):
     assert generation.state == State.SUCCEEDED
 
 
-def test_a_failure_after_text_is_not_retried_and_keeps_the_partial_marked_incomplete(
-    chat, clock
-):
+def test_a_failure_after_text_is_not_retried_and_keeps_the_partial_marked_incomplete(chat, clock):
     generation = run_prompt(chat, "[[mock:overloaded-after-text:1]] say hello", clock)
 
     assert generation.state == State.FAILED
@@ -257,17 +255,13 @@ def test_codex_repeats_partial_text_only_when_its_own_stream_retries_are_on(
         kept = [line for line in config_toml.read_text().splitlines() if "max_retries" not in line]
         config_toml.write_text("\n".join(kept) + "\n")
     spec = AcpPromptSpec(
-        command=config.command,
-        cwd=config.cwd,
+        **config.launch_fields(),
         prompt="[[mock:cut:99]] say hello",
         correlation=Correlation(session_id="s", execution_id="e", generation=1),
-        env=config.env,
         prompt_timeout_s=180,
     )
 
-    shown = "".join(
-        item.text for item in acp_prompt_iter(spec) if isinstance(item, AgentText)
-    )
+    shown = "".join(item.text for item in acp_prompt_iter(spec) if isinstance(item, AgentText))
 
     partial = PARTIAL.format("say hello")
     if own_retries:

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from recovery.cancel import CancelToken
 from recovery.providers.acp.convert import settled_model, update_events
+from recovery.providers.acp.egress import EgressRoute, egress_bridges
 from recovery.providers.acp.events import (
     AgentEvent,
     AgentPermission,
@@ -51,7 +52,13 @@ from recovery.providers.acp.failure import (
     failure_build,
 )
 from recovery.providers.acp.metadata import allowed_identity
-from recovery.providers.acp.permissions import PermissionPolicy, permission_choose
+from recovery.providers.acp.permissions import (
+    PermissionPolicy,
+    ToolRequest,
+    Workspace,
+    permission_choose,
+    request_paths,
+)
 from recovery.providers.acp.process import agent_process
 from recovery.providers.acp.redaction import OutputRedactor
 from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
@@ -81,6 +88,15 @@ class AcpPromptSpec:
     # After the prompt ends, how long the agent may take to exit on its own before its whole
     # process group is ended. Its session state is of no use to us: every attempt is a new one.
     exit_grace_s: float = 0.2
+    # The working directory on this machine when ``cwd`` is its path inside a sandbox (the
+    # path-aware permission policy resolves paths there); None: the agent runs unconfined.
+    host_cwd: str | None = None
+    # The sandbox's only way out (egress.py): one socket per endpoint its launcher allows.
+    egress: tuple[EgressRoute, ...] = ()
+
+    @property
+    def workspace(self) -> Workspace:
+        return Workspace(seen=self.cwd, host=self.host_cwd or self.cwd)
 
 
 _SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -152,15 +168,18 @@ class AcpPromptRun:
 
     async def _spawn_and_converse(self, stop: asyncio.Event) -> PromptOutcome:
         try:
-            async with agent_process(
-                _KandevClient(self),
-                self.spec.command,
-                env=self.spec.env,
-                cwd=self.spec.cwd,
-                limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES,
-                observers=[self._observe],
-                exit_grace_s=self.spec.exit_grace_s,
-            ) as (conn, process):
+            async with (
+                egress_bridges(self.spec.egress),
+                agent_process(
+                    _KandevClient(self),
+                    self.spec.command,
+                    env=self.spec.env,
+                    cwd=self.spec.host_cwd or self.spec.cwd,
+                    limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES,
+                    observers=[self._observe],
+                    exit_grace_s=self.spec.exit_grace_s,
+                ) as (conn, process),
+            ):
                 drain = asyncio.create_task(self._drain_stderr(process.stderr))
                 try:
                     return await self._converse(conn, process, stop, drain)
@@ -376,9 +395,14 @@ class AcpPromptRun:
         self, *, tool_call: ToolCallUpdate, options: list[PermissionOption]
     ) -> RequestPermissionResponse:
         kind = tool_call.kind or self._shaper.tool_kinds.get(tool_call.tool_call_id)
+        paths = request_paths(
+            locations=[location.path for location in tool_call.locations or ()],
+            raw_input=tool_call.raw_input,
+        )
         choice = permission_choose(
             policy=self.spec.permission_policy,
-            tool_kind=kind,
+            request=ToolRequest(kind=kind, paths=paths),
+            workspace=self.spec.workspace,
             options=[(option.option_id, option.kind) for option in options],
         )
         self._emit_all(

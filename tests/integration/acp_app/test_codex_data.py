@@ -35,10 +35,12 @@ def codex_replay(tmp_path, monkeypatch, acp_target, settings):
         path = tmp_path / "planted.json"
         path.write_text(json.dumps(fixture))
         command = (sys.executable, "-m", "recovery.mock.acp_replay", str(path))
-        env = {"PYTHONPATH": str(settings.BASE_DIR), "TMPDIR": str(tmp_path)}
+        env = {"PYTHONPATH": str(settings.BASE_DIR), "TMPDIR": "/tmp"}
+        # The recording is bound into the agent's sandbox read-only, beside its Python.
+        launch = AgentLaunch(command, env, runtime=(*registry.mock_runtime(), path))
         agents = dict(registry.AGENTS)
         agents["mock"] = AgentSpec(
-            "mock", "Codex replay", "gpt-5.4", lambda r: AgentLaunch(command, env), needs_key=False
+            "mock", "Codex replay", "gpt-5.4", lambda r: launch, needs_key=False
         )
         monkeypatch.setattr(registry, "AGENTS", agents)
 

@@ -21,6 +21,7 @@ from kandev_web.settings import acp_inherited_env
 from recovery.providers.acp.process import agent_processes_live
 from sessions_app.agent.registry import AGENTS
 from sessions_app.agent.runner import generation_run
+from sessions_app.agent.sandbox import SEEN_HOME, SEEN_WORKSPACE
 from sessions_app.agent.targets import MOCK_PLACEHOLDER_KEY, TargetUnusable, acp_config_for
 from sessions_app.errors import InvalidInput
 from sessions_app.models import Message, ProviderTarget
@@ -44,7 +45,9 @@ WORKER_SECRETS = ("hunter2", "not-for-agents", "sk-other-000", "redis://")
 
 
 def target(agent_kind: str, **fields) -> ProviderTarget:
-    return ProviderTarget(name="Agent", kind=ProviderTarget.Kind.ACP, agent_kind=agent_kind, **fields)
+    return ProviderTarget(
+        name="Agent", kind=ProviderTarget.Kind.ACP, agent_kind=agent_kind, **fields
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -58,12 +61,30 @@ def test_every_agent_kind_a_target_can_name_has_a_launcher():
     assert set(AGENTS) == set(ProviderTarget.AgentKind.values)
 
 
+def agent_command(config) -> tuple[str, ...]:
+    """The agent's own command line, after its sandbox's (bwrap ... entry.sh [forwards] --)."""
+    return config.command[len(config.command) - config.command[::-1].index("--") :]
+
+
 def test_the_mock_agent_runs_from_this_interpreter_in_the_sessions_own_directory(tmp_path):
     config = acp_config_for(target("mock"), session_id=4)
 
-    assert config.command == (sys.executable, "-m", "recovery.mock.acp_agent")
-    assert config.cwd == str(tmp_path / "session-4")
+    assert config.command[0] == str(settings_bwrap())
+    assert agent_command(config) == (
+        sys.executable,
+        "-m",
+        "recovery.mock.acp_agent",
+        "--conversation",
+        "session-4",
+    )
+    assert (config.cwd, config.host_cwd) == (SEEN_WORKSPACE, str(tmp_path / "session-4"))
     assert (tmp_path / "session-4").is_dir()
+
+
+def settings_bwrap() -> str:
+    from django.conf import settings
+
+    return settings.KANDEV_AGENT_BWRAP
 
 
 @pytest.mark.parametrize("agent_kind", ["claude", "codex", "gemini"])
@@ -71,43 +92,44 @@ def test_a_real_agent_gets_its_key_a_private_home_and_nothing_else_of_the_worker
     agent_kind, tmp_path, settings
 ):
     config = acp_config_for(
-        target(agent_kind, api_key_env="OPENROUTER_API_KEY", base_url="http://127.0.0.1:9/x"),
+        target(agent_kind, api_key_env="OPENROUTER_API_KEY", base_url="http://127.0.0.1:8765/x"),
         session_id=7,
         environ=WORKER_ENV,
     )
 
     env = dict(config.env)
-    assert env["HOME"] == str(tmp_path / "home-7")
+    assert env["HOME"] == SEEN_HOME
     assert env["TMPDIR"].startswith(env["HOME"])
+    assert (tmp_path / "home-7" / "tmp").is_dir()
     assert env["PATH"] == settings.KANDEV_AGENT_PATH
     assert "sk-ant-test-000" in env.values()
     assert not [name for name in env if name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY")]
     assert not [value for value in env.values() if any(s in value for s in WORKER_SECRETS)]
     assert "sk-ant-test-000" not in repr(config)
-    assert config.cwd == str(tmp_path / "session-7")
-    assert config.command[-1 if agent_kind != "gemini" else -2].startswith(
+    assert (config.cwd, config.host_cwd) == (SEEN_WORKSPACE, str(tmp_path / "session-7"))
+    assert agent_command(config)[-1 if agent_kind != "gemini" else -2].startswith(
         str(settings.KANDEV_AGENT_PACKAGES)
     )
 
 
 def test_claude_code_has_its_own_retries_fallback_telemetry_and_updates_off(tmp_path):
     env = acp_config_for(
-        target("claude", base_url="http://127.0.0.1:9", model="claude-opus-4-1"), session_id=1
+        target("claude", base_url="http://127.0.0.1:8765", model="claude-opus-4-1"), session_id=1
     ).env
 
     assert env["CLAUDE_CODE_MAX_RETRIES"] == "0"
     assert env["CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK"] == "1"
     assert env["DISABLE_TELEMETRY"] == env["DISABLE_AUTOUPDATER"] == "1"
     assert env["DISABLE_ERROR_REPORTING"] == env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
-    assert env["CLAUDE_CONFIG_DIR"] == str(tmp_path / "home-1" / ".claude")
-    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert env["CLAUDE_CONFIG_DIR"] == f"{SEEN_HOME}/.claude"
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8765"
     assert env["ANTHROPIC_MODEL"] == "claude-opus-4-1"
     assert env["ANTHROPIC_API_KEY"] == MOCK_PLACEHOLDER_KEY  # loopback mock, no key named
 
 
 def test_codex_gets_a_config_toml_with_one_provider_and_its_retries_off(tmp_path):
     config = acp_config_for(
-        target("codex", base_url="http://127.0.0.1:9/v1", api_key_env="OPENROUTER_API_KEY"),
+        target("codex", base_url="http://127.0.0.1:8765/v1", api_key_env="OPENROUTER_API_KEY"),
         session_id=2,
         environ=WORKER_ENV,
     )
@@ -115,9 +137,9 @@ def test_codex_gets_a_config_toml_with_one_provider_and_its_retries_off(tmp_path
     codex_home = tmp_path / "home-2" / ".codex"
     written = tomllib.loads((codex_home / "config.toml").read_text())
     provider = written["model_providers"][written["model_provider"]]
-    assert config.env["CODEX_HOME"] == str(codex_home)
+    assert config.env["CODEX_HOME"] == f"{SEEN_HOME}/.codex"
     assert config.env[provider["env_key"]] == "sk-ant-test-000"
-    assert provider["base_url"] == "http://127.0.0.1:9/v1"
+    assert provider["base_url"] == "http://127.0.0.1:8765/v1"
     assert provider["wire_api"] == "responses"
     assert (provider["request_max_retries"], provider["stream_max_retries"]) == (0, 0)
     assert written["check_for_update_on_startup"] is False
@@ -128,17 +150,17 @@ def test_codex_gets_a_config_toml_with_one_provider_and_its_retries_off(tmp_path
 
 def test_gemini_gets_a_settings_file_with_one_attempt_and_no_telemetry(tmp_path):
     config = acp_config_for(
-        target("gemini", base_url="http://127.0.0.1:9", model="gemini-2.5-flash"), session_id=3
+        target("gemini", base_url="http://127.0.0.1:8765", model="gemini-2.5-flash"), session_id=3
     )
 
     written = json.loads((tmp_path / "home-3" / ".gemini" / "settings.json").read_text())
-    assert config.command[-1] == "--acp"
+    assert agent_command(config)[-1] == "--acp"
     assert written["general"]["maxAttempts"] == 1
     assert written["general"]["enableAutoUpdate"] is False
     assert written["telemetry"] == {"enabled": False}
     assert written["privacy"] == {"usageStatisticsEnabled": False}
     assert written["model"] == {"name": "gemini-2.5-flash"}
-    assert config.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9"
+    assert config.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:8765"
     assert config.env["GEMINI_API_KEY"] == MOCK_PLACEHOLDER_KEY
 
 
@@ -169,7 +191,7 @@ def test_a_named_key_that_is_not_set_is_refused_without_starting_anything():
     "fields",
     [
         {"base_url": "http://127.0.0.2:9"},  # a host the operator did not list
-        {"api_key_env": "DATABASE_URL", "base_url": "http://127.0.0.1:9"},  # not a key variable
+        {"api_key_env": "DATABASE_URL", "base_url": "http://127.0.0.1:8765"},  # not a key variable
     ],
 )
 def test_an_agent_target_the_allowlists_refuse_is_never_started(fields):
@@ -195,7 +217,7 @@ def test_an_agent_that_can_not_be_started_fails_the_prompt_without_a_notice(
     settings.KANDEV_AGENT_PACKAGES = tmp_path / "no-node-modules"
     settings.KANDEV_AGENT_NODE = str(tmp_path / "no-node")
     ProviderTarget.objects.filter(pk=chat.target_id).update(
-        agent_kind="claude", base_url="http://127.0.0.1:9"
+        agent_kind="claude", base_url="http://127.0.0.1:8765"
     )
 
     generation = run_prompt(chat, owner, "hello", clock)
@@ -233,9 +255,7 @@ def test_the_demo_seeds_one_target_per_agent_kind_on_the_mock_provider(settings)
     call_command("seed_demo", password="demo-pass-1", stdout=io.StringIO())
     call_command("seed_demo", password="demo-pass-1", stdout=io.StringIO())
 
-    seeded = {
-        t.agent_kind: t for t in ProviderTarget.objects.filter(kind=ProviderTarget.Kind.ACP)
-    }
+    seeded = {t.agent_kind: t for t in ProviderTarget.objects.filter(kind=ProviderTarget.Kind.ACP)}
     mock = settings.KANDEV_MOCK_PROVIDER_URL
     assert set(seeded) == set(ProviderTarget.AgentKind.values)
     assert seeded["claude"].base_url == seeded["gemini"].base_url == mock

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from recovery.providers.acp import PermissionPolicy, metadata_project, permission_choose
 from recovery.providers.acp.metadata import PromptErrorMetadata
+from recovery.providers.acp.permissions import ToolRequest, Workspace
 
 OPTIONS = [("a1", "allow_once"), ("a2", "allow_always"), ("r1", "reject_once")]
 
@@ -71,36 +72,29 @@ def test_any_payload_projects_without_raising_and_keeps_only_clean_values(data, 
     assert projected.jsonrpc_code is None or isinstance(projected.jsonrpc_code, int)
 
 
+def choose(policy: PermissionPolicy, kind: str, options=OPTIONS, paths=("/w/notes.md",)):
+    return permission_choose(
+        policy=policy,
+        request=ToolRequest(kind=kind, paths=paths),
+        workspace=Workspace(seen="/w", host="/w"),
+        options=options,
+    )
+
+
 def test_read_only_policy_allows_looking_and_refuses_changing():
-    read = permission_choose(
-        policy=PermissionPolicy.ALLOW_READ_ONLY, tool_kind="read", options=OPTIONS
-    )
-    edit = permission_choose(
-        policy=PermissionPolicy.ALLOW_READ_ONLY, tool_kind="edit", options=OPTIONS
-    )
+    read = choose(PermissionPolicy.ALLOW_READ_ONLY, "read")
+    edit = choose(PermissionPolicy.ALLOW_READ_ONLY, "edit")
 
     assert (read.option_id, read.granted) == ("a1", True)
     assert (edit.option_id, edit.granted) == ("r1", False)
 
 
 def test_allow_all_prefers_a_one_time_grant_and_deny_all_refuses():
-    assert (
-        permission_choose(
-            policy=PermissionPolicy.ALLOW_ALL, tool_kind="execute", options=OPTIONS
-        ).option_id
-        == "a1"
-    )
-    assert (
-        permission_choose(
-            policy=PermissionPolicy.DENY_ALL, tool_kind="read", options=OPTIONS
-        ).option_id
-        == "r1"
-    )
+    assert choose(PermissionPolicy.ALLOW_ALL, "execute").option_id == "a1"
+    assert choose(PermissionPolicy.DENY_ALL, "read").option_id == "r1"
 
 
 def test_without_a_reject_option_a_refusal_is_a_cancelled_answer():
-    choice = permission_choose(
-        policy=PermissionPolicy.DENY_ALL, tool_kind="read", options=[("a1", "allow_once")]
-    )
+    choice = choose(PermissionPolicy.DENY_ALL, "read", options=[("a1", "allow_once")])
 
     assert (choice.option_id, choice.granted) == (None, False)
