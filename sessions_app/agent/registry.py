@@ -130,6 +130,9 @@ def codex_config(*, model: str, base_url: str) -> str:
             f"model = {_toml_string(model)}",
             f"model_provider = {_toml_string(CODEX_PROVIDER)}",
             "check_for_update_on_startup = false",
+            # Ask before every command that is not a plain read, and every edit: each request
+            # reaches the app (and, until a person can be asked, is refused by its policy).
+            'approval_policy = "untrusted"',
             "",
             "[analytics]",
             "enabled = false",

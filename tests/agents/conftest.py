@@ -108,7 +108,9 @@ def agent_chat(kind: str, *, owner, mock_url: str) -> AgentChat:
         model=AGENTS[kind].default_model,
     )
     config = acp_config_for(target, session_id=0)
-    missing = [part for part in config.command if "/" in part and not Path(part).exists()]
+    # The agent's own command line follows its sandbox's, after the last "--".
+    own = config.command[len(config.command) - config.command[::-1].index("--") :]
+    missing = [part for part in own if "/" in part and not Path(part).exists()]
     assert not missing, f"{kind} is not installed ({missing}): run `make install`"
     session = session_create(owner=owner, target=target, title=f"{kind} chat")
     return AgentChat(kind, conversation, mock_url, session, owner)

@@ -88,7 +88,7 @@ def test_the_state_directory_is_not_readable_directly_or_through_the_workers_pro
 ):
     state = Path(django_settings.BASE_DIR) / ".kandev"
     state.mkdir(exist_ok=True)
-    planted = state / f"attack-{canary}"
+    planted = state / f"attack-{secrets.token_hex(4)}"  # the canary is in the content only
     planted.write_text(f"SECRET_KEY={canary}\n")
     try:
         seen = ask_to_read(chat, clock, str(planted))
