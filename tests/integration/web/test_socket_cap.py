@@ -4,8 +4,6 @@ back when a socket closes, and the places of a process that died expire with the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import aiohttp
 import psutil
 import pytest
@@ -24,18 +22,6 @@ from tests.integration.web.test_socket_logins import opened, socket_with
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOO_MANY_SOCKETS = 4429
-
-
-@pytest.fixture(autouse=True)
-def no_counted_sockets(redis_client) -> Iterator[None]:
-    def clear() -> None:
-        pattern = f"{django_settings.KANDEV_REDIS_PREFIX}:sockets:*"
-        for key in redis_client.scan_iter(match=pattern):
-            redis_client.delete(key)
-
-    clear()
-    yield
-    clear()
 
 
 @pytest.fixture
