@@ -573,6 +573,22 @@ if not KANDEV_WS_QUIET_CHECK_S > 0:
 if KANDEV_WS_SYNC_BURST < 1 or KANDEV_WS_SYNCS_PER_MINUTE <= 0:
     raise ImproperlyConfigured("KANDEV_WS_SYNC_BURST must be >= 1, KANDEV_WS_SYNCS_PER_MINUTE > 0")
 
+# ---- Live sockets follow the login; one person's are capped (sessions_app/services/sockets.py) ---
+# At most this many open sockets (session pages and boards, every Daphne process together) per
+# person, counted in Redis. The next one is accepted, told why in an error frame and closed with
+# 4429; the page shows it and does not retry on its own. 0: no cap.
+KANDEV_WS_MAX_PER_USER = env_whole("KANDEV_WS_MAX_PER_USER", 30)
+# Logout, deactivation, a password change and a deleted login session close a person's sockets at
+# once (signals). This is the bound for a login that ends without one (a session that expires, a
+# row deleted by raw SQL): every socket re-checks its login this often, and refreshes its entry in
+# the count. An entry not refreshed for three of these (a crashed process's) stops counting.
+KANDEV_WS_LOGIN_CHECK_S = env_float("KANDEV_WS_LOGIN_CHECK_S", 30.0)
+if not 0 < KANDEV_WS_LOGIN_CHECK_S <= TIMEOUT_LIMIT_S:
+    raise ImproperlyConfigured(
+        f"KANDEV_WS_LOGIN_CHECK_S must be seconds between 0 and {TIMEOUT_LIMIT_S:g}, "
+        f"got {KANDEV_WS_LOGIN_CHECK_S}"
+    )
+
 # Logs: one JSON object per line with request and turn ids, redacted (recovery/logs.py), or
 # KANDEV_LOG_FORMAT=plain for a person reading a terminal.
 KANDEV_LOG_FORMAT = env_str("KANDEV_LOG_FORMAT", "json")

@@ -11,6 +11,8 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Sessions"
 
     def ready(self) -> None:
+        from sessions_app import signals  # noqa: F401  (connects the login receivers)
+
         # Every redaction in this process removes the values of the provider keys configured for
         # it, whatever their shape: output, thinking, tool calls and results, errors, logs.
         worker_values_set(os.environ.get(name, "") for name in settings.KANDEV_PROVIDER_KEY_ENVS)

@@ -1,11 +1,14 @@
 """The live board socket: ws/board/[?q=...&archived=1].
 
-Anonymous -> close 4401 (after accepting, like the session socket). Otherwise the socket joins the
+Anonymous -> close 4401, over the person's socket cap -> 4429 (after accepting, like the session
+socket; socket_login.py). Otherwise the socket joins the
 user's own board group (``events.board_group_name``: only tasks this user owns are ever pushed
 there) and sends the rendered columns, then sends them again whenever a ``board.changed`` hint
 arrives. Hints carry nothing: the columns are read afresh from Postgres for this user and this
 socket's search, so a lost or duplicated hint can't show anything wrong, and a burst of hints
-(a prompt's queued -> running -> idle) is coalesced into one re-read.
+(a prompt's queued -> running -> idle) is coalesced into one re-read. Each re-read checks the login
+first: once it has ended (logout, deactivation, a new password, the session revoked or expired)
+the socket closes with 4410 instead of sending the board.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from sessions_app.events import board_group_name
 from sessions_app.frames import board_frame, frame_parts
 from sessions_app.selectors import BOARD_SEARCH_MAX_CHARS, board_columns
+from sessions_app.socket_login import LoginBoundSocket
 
-CLOSE_UNAUTHENTICATED = 4401
 # Hints arriving within this window after the first are answered by one re-read.
 COALESCE_S = 0.15
 
@@ -30,7 +33,7 @@ def _board_frame(*, user: Any, query: str, archived: bool) -> str:
     return board_frame(columns=board_columns(user=user, query=query, archived=archived))
 
 
-class BoardConsumer(AsyncWebsocketConsumer):
+class BoardConsumer(LoginBoundSocket, AsyncWebsocketConsumer):
     group: str | None = None
     query: str = ""
     archived: bool = False
@@ -39,10 +42,9 @@ class BoardConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         await self.accept()
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+        if not await self.login_admit():
             return
+        user = self.scope["user"]
         params = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.query = (params.get("q") or [""])[0][:BOARD_SEARCH_MAX_CHARS]
         self.archived = (params.get("archived") or [""])[0] == "1"
@@ -55,6 +57,7 @@ class BoardConsumer(AsyncWebsocketConsumer):
             self._pending.cancel()
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.login_leave()
 
     async def board_changed(self, message: dict[str, Any]) -> None:
         self._dirty = True
@@ -69,6 +72,8 @@ class BoardConsumer(AsyncWebsocketConsumer):
             await self._send_board()
 
     async def _send_board(self) -> None:
+        if not await self.login_still_current():
+            return
         frame = await database_sync_to_async(_board_frame)(
             user=self.scope["user"], query=self.query, archived=self.archived
         )

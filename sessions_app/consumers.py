@@ -2,9 +2,11 @@
 
 Protocol (server frames are HTML for htmx's ws extension, see frames.py):
 
-1. Connect. Anonymous -> close 4401. Unknown *or* foreign session -> close 4404, the same way for
-   both, so a socket can't probe which sessions exist. Both are sent after accepting, because a
-   refused handshake looks like a network error and the browser would retry forever.
+1. Connect. Anonymous -> close 4401. A person with KANDEV_WS_MAX_PER_USER sockets open already ->
+   a ``too_many_sockets`` error frame, then close 4429. Unknown *or* foreign session -> close
+   4404, the same way for both, so a socket can't probe which sessions exist. All are sent after
+   accepting, because a refused handshake looks like a network error and the browser would retry
+   forever.
 2. Join the session's group *first*, then read Postgres: every event pushed after the join is
    either in that read or arrives afterwards, so nothing falls between the two.
 3. Sync: with ``?last_seq=N`` in the URL (the page's resume point, which static/js/live.js puts
@@ -17,6 +19,10 @@ Protocol (server frames are HTML for htmx's ws extension, see frames.py):
    with nothing after it (a turn's last events, dropped by an overloaded box) has no later seq to
    show the gap: once the session has been quiet for KANDEV_WS_QUIET_CHECK_S after the sync or
    a live event, the socket reads the session's last seq once and catches up if it is behind.
+
+The socket follows its login (socket_login.py): when the login ends (logout, deactivation, a new
+password, the session revoked or expired) it closes with 4410, and every sync above re-checks the
+login before it reads, so a socket whose login has ended is never sent another snapshot or replay.
 
 Every frame sent is at most frames.MAX_FRAME_BYTES: a replay goes out as several frames of whole
 events, and a frame still larger (a long transcript's snapshot, a long answer) in parts that
@@ -59,10 +65,10 @@ from sessions_app.frames import (
 from sessions_app.models import Session
 from sessions_app.selectors import events_after, session_for_user, session_snapshot
 from sessions_app.socket_limits import FrameRefused, TokenBucket, frame_parse
+from sessions_app.socket_login import LoginBoundSocket
 
 logger = logging.getLogger(__name__)
 
-CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 
 
@@ -128,7 +134,7 @@ def _last_seq(*, session_id: int) -> int | None:
     return Session.objects.filter(pk=session_id).values_list("last_seq", flat=True).first()
 
 
-class SessionConsumer(AsyncWebsocketConsumer):
+class SessionConsumer(LoginBoundSocket, AsyncWebsocketConsumer):
     session_id: int
     group: str | None = None
     # The highest seq this socket has brought the browser to; None until the first sync.
@@ -149,10 +155,9 @@ class SessionConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
         await self.accept()
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+        if not await self.login_admit():
             return
+        user = self.scope["user"]
         try:
             await database_sync_to_async(session_for_user)(user=user, session_id=self.session_id)
         except SessionNotFound:
@@ -174,6 +179,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await _viewers_move(-1)
+        await self.login_leave()
 
     def _check_when_quiet(self) -> None:
         """(Re)schedule the quiet check KANDEV_WS_QUIET_CHECK_S from now: one timer per socket,
@@ -210,7 +216,10 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.sync(after_seq=self.sent_seq)
 
     async def sync(self, *, after_seq: int | None) -> None:
-        """Bring the browser from ``after_seq`` (None: from nothing) to the present."""
+        """Bring the browser from ``after_seq`` (None: from nothing) to the present, if the
+        login still holds (else the socket is closed with 4410 and nothing is read)."""
+        if not await self.login_still_current():
+            return
         if after_seq is None:
             kind, data = "snapshot", await database_sync_to_async(self._snapshot)()
         else:
@@ -233,7 +242,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
 
     async def session_event(self, message: dict[str, Any]) -> None:
         seq = message["seq"]
-        if self.sent_seq is None or seq <= self.sent_seq:
+        if self.login_closed or self.sent_seq is None or seq <= self.sent_seq:
             return  # already covered by the snapshot or replay this socket sent
         if seq > self.sent_seq + 1:
             await self.sync(after_seq=self.sent_seq)
@@ -250,7 +259,7 @@ class SessionConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=part)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        if self.sent_seq is None:
+        if self.sent_seq is None or self.login_closed:
             return  # closing (refused) socket; nothing to answer
         size = len(bytes_data) if bytes_data is not None else len((text_data or "").encode())
         if size > settings.KANDEV_MAX_WS_FRAME_BYTES:

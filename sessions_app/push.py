@@ -223,3 +223,9 @@ def _push(
         _push_loop.send(_Push(layer, group, message, failed, written_at))
     except Exception:
         logger.warning(*failed, exc_info=True)
+
+
+def login_push(*, group: str, message: dict[str, Any]) -> None:
+    """Tell the sockets of one login (or one person) that it ended or changed. A lost one costs
+    at most KANDEV_WS_LOGIN_CHECK_S: every socket re-checks its login that often anyway."""
+    _push(group, message, failed=("login push to %s failed", group))

@@ -12,7 +12,11 @@
  *   so a replayed append never duplicates text.
  * - The socket reconnects after any drop that the extension itself would not retry
  *   (it only retries 1006/1011/1012/1013), when the tab becomes visible and when the network
- *   comes back. 4401 (logged out) goes to the login page; 4404 (no such session) stops.
+ *   comes back. 4401 (not signed in) goes to the login page; 4410 (the login ended: logout,
+ *   deactivation, a new password, a revoked session) says so, then goes to the login page, and
+ *   nothing reconnects; 4429 (too many sockets of this person) shows the server's reason and
+ *   retries only when the tab comes back into view or the network returns, never on a timer;
+ *   4404 (no such session) stops. See sessions_app/socket_login.py.
  * - The retry banner counts down here, not on the server: each countdown element carries the
  *   retry time and the server's clock when it was rendered (data-retry-at-ms,
  *   data-server-now-ms). The offset between that and this device's clock is taken once, when the
@@ -22,7 +26,7 @@
 (function () {
   "use strict";
 
-  var live = { socket: null, closing: false, reconnectTimer: null, parts: null };
+  var live = { socket: null, closing: false, ended: false, reconnectTimer: null, parts: null };
   window.kandevLive = live;
 
   function seqEl() { return document.getElementById("ws-seq"); }
@@ -120,9 +124,20 @@
     requestAnimationFrame(function () { scrollPending = false; if (stickToBottom) scrollToBottom(); });
   });
 
-  function showConnection(visible) {
+  function showConnection(visible, text) {
     var el = document.getElementById("connection");
-    if (el) el.hidden = !visible;
+    if (!el) return;
+    el.textContent = text || "Reconnecting\u2026";
+    el.hidden = !visible;
+  }
+  function goToLogin() {
+    window.location.assign("/accounts/login/?next=" + encodeURIComponent(location.pathname));
+  }
+  // The server's own words (its too_many_sockets error frame came just before the close).
+  function tooManySocketsText() {
+    var error = document.getElementById("ws-error");
+    if (error && error.getAttribute("data-code") === "too_many_sockets" && error.textContent) return error.textContent;
+    return "Too many live pages are open. Close some tabs or windows, then reload this page.";
   }
 
   var wrapper = null;
@@ -132,7 +147,7 @@
   });
 
   function scheduleReconnect(delay) {
-    if (live.reconnectTimer || !wrapper) return;
+    if (live.reconnectTimer || !wrapper || live.ended) return;
     live.reconnectTimer = setTimeout(function () {
       live.reconnectTimer = null;
       if (!live.socket || live.socket.readyState === WebSocket.CLOSED) wrapper.reconnect();
@@ -142,7 +157,14 @@
   document.addEventListener("htmx:wsClose", function (evt) {
     var code = evt.detail.event.code;
     if (live.closing || evt.detail.event.target !== live.socket) return; // a replaced socket
-    if (code === 4401) { window.location.assign("/accounts/login/?next=" + encodeURIComponent(location.pathname)); return; }
+    if (code === 4401) { live.ended = true; goToLogin(); return; }
+    if (code === 4410) {
+      live.ended = true;
+      showConnection(true, "You have been signed out. Taking you to the sign-in page\u2026");
+      setTimeout(goToLogin, 1500);
+      return;
+    }
+    if (code === 4429) { showConnection(true, tooManySocketsText()); return; }
     if (code === 4404) { showConnection(false); return; }
     showConnection(true);
     // The extension retries these itself; everything else (a clean close by a proxy, a socket
