@@ -70,11 +70,11 @@ def redis_client() -> Iterator[redis.Redis]:
 
 @pytest.fixture(autouse=True)
 def fresh_shared_state(redis_client) -> Iterator[None]:
-    """Provider health and metrics are shared through Redis by design: each test starts with
-    every target healthy and every counter at zero."""
+    """Provider health, metrics and the per-person rate windows are shared through Redis by
+    design: each test starts with every target healthy and every counter at zero."""
 
     def clear() -> None:
-        for kind in ("health", "metrics"):
+        for kind in ("health", "metrics", "caps"):
             for key in redis_client.scan_iter(match=f"{settings.KANDEV_REDIS_PREFIX}:{kind}:*"):
                 redis_client.delete(key)
 
