@@ -55,6 +55,28 @@ return {1, '0'}
 """
 
 
+# The same question without recording anything: a refusal before any database work.
+_PEEK = """
+local key, now, window, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local inside = redis.call('ZRANGEBYSCORE', key, '(' .. (now - window), '+inf', 'WITHSCORES')
+if #inside / 2 >= limit then
+  return tostring(tonumber(inside[2]) + window - now)
+end
+return false
+"""
+
+
+def _window_full(*, kind: str, user_id: int, limit: int, now: float) -> float | None:
+    """None when the person's window has room, else the seconds until it has (nothing
+    recorded)."""
+
+    def peek(client: redis.Redis) -> float | None:
+        wait = client.eval(_PEEK, 1, shared_key("caps", kind, str(user_id)), now, WINDOW_S, limit)
+        return None if wait is None else max(float(wait), 0.0)
+
+    return fail_open(f"caps.{kind}", peek, default=None)
+
+
 def _window_take(*, kind: str, user_id: int, limit: int, now: float) -> float | None:
     """Record one start in the person's window; None when admitted, else the seconds until the
     oldest start leaves the window (nothing recorded)."""
@@ -97,13 +119,29 @@ def prompt_rate_take(*, user_id: int | None, clock: Clock | None = None) -> None
         return
     wait = _window_take(kind="prompts", user_id=user_id, limit=limit, now=(clock or CLOCK).now())
     if wait is not None:
-        raise CapReached(
-            cap="prompt_rate",
-            limit=limit,
-            retry_after_s=wait,
-            message=f"You have sent {limit} prompts in the last minute (edits, regenerates and "
-            f"resumes count too), the most allowed. Try again in {_retry_after_words(wait)}.",
-        )
+        raise _prompt_rate_reached(limit=limit, wait=wait)
+
+
+def _prompt_rate_reached(*, limit: int, wait: float) -> CapReached:
+    return CapReached(
+        cap="prompt_rate",
+        limit=limit,
+        retry_after_s=wait,
+        message=f"You have sent {limit} prompts in the last minute (edits, regenerates and "
+        f"resumes count too), the most allowed. Try again in {_retry_after_words(wait)}.",
+    )
+
+
+def prompt_rate_precheck(*, user_id: int | None, clock: Clock | None = None) -> None:
+    """CapReached("prompt_rate") at once when the person's minute is already full, before the
+    request costs any database work (a flood's refusals are most of its requests); records
+    nothing. ``prompt_rate_take`` still decides, inside the transaction."""
+    limit = settings.KANDEV_PROMPTS_PER_MINUTE
+    if not limit or user_id is None:
+        return
+    wait = _window_full(kind="prompts", user_id=user_id, limit=limit, now=(clock or CLOCK).now())
+    if wait is not None:
+        raise _prompt_rate_reached(limit=limit, wait=wait)
 
 
 def queued_prompts_check(*, user_id: int | None) -> None:

@@ -40,7 +40,7 @@ from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import queue_ahead, queue_dict, user_may_view
 from sessions_app.services.board import session_state_set
-from sessions_app.services.caps import turn_start_check
+from sessions_app.services.caps import prompt_rate_precheck, turn_start_check
 from sessions_app.services.events import event_append
 from sessions_app.services.loops import loop_finish, loops_disarm
 from sessions_app.services.messages import message_create, message_finish, message_update
@@ -121,6 +121,7 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
     CapReached when the person is at a cap (services/caps.py), which Regenerate and an edit
     check too.
     """
+    prompt_rate_precheck(user_id=user.pk)
     text = prompt_text_clean(text)
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
