@@ -338,6 +338,7 @@ def agent_slot_waiters() -> set[int | None]:
             state=PromptGeneration.State.QUEUED, session__target__kind=ProviderTarget.Kind.ACP
         )
         .exclude(queue_reason=PromptGeneration.QueueReason.USER_LIMIT)
+        .order_by()  # the model's ordering would join the DISTINCT
         .values_list("requested_by_id", flat=True)
         .distinct()
     )
