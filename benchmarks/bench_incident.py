@@ -192,6 +192,10 @@ def _stack_env(*, database_url: str, mock_url: str, queue: str) -> dict[str, str
         KANDEV_CHANNEL_PREFIX=f"{queue}_ch",
         DEBUG="false",
         LOG_LEVEL="WARNING",
+        # One account stands for the whole crowd here: its per-person caps are off.
+        KANDEV_SESSIONS_PER_MINUTE="0",
+        KANDEV_PROMPTS_PER_MINUTE="0",
+        KANDEV_USER_MAX_QUEUED="0",
     )
     return env
 

@@ -165,6 +165,10 @@ def run() -> list[dict]:
             LOG_LEVEL="WARNING",
             BENCH_SESSIONS=str(sessions),
             BENCH_STORM_S=str(STORM_S),
+            # One account stands for the whole crowd here: its per-person caps are off.
+            KANDEV_SESSIONS_PER_MINUTE="0",
+            KANDEV_PROMPTS_PER_MINUTE="0",
+            KANDEV_USER_MAX_QUEUED="0",
         )
         manage(env, "migrate", "--noinput", "-v", "0")
         try:

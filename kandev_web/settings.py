@@ -169,7 +169,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First, so every log line of a request carries its id (recovery/logs.py).
+    # Outermost, on the event loop: each caller's requests enter the sync thread a few at a time.
+    "kandev_web.admission.CredentialAdmission",
+    # First of the rest, so every log line of a request carries its id (recovery/logs.py).
     "kandev_web.middleware.request_id_middleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -299,6 +301,24 @@ if KANDEV_ACP_SLOT_WAIT_S <= 0:
     raise ImproperlyConfigured(
         f"KANDEV_ACP_SLOT_WAIT_S must be positive, got {KANDEV_ACP_SLOT_WAIT_S}"
     )
+
+# ---- Per-person caps (sessions_app/services/caps.py) ------------------------------------------
+# What one ordinary account may start, so that one person cannot fill the box for everyone.
+# Sessions opened and turns started (prompts, edits, regenerates, resumes and fresh starts) in any
+# 60 s, counted in Redis so every Daphne process sees one count; prompts waiting to start at once
+# (queued, counted in Postgres). Over a cap the API answers 429 with Retry-After and the page says
+# why, keeping the typed text. 0 turns a cap off.
+KANDEV_SESSIONS_PER_MINUTE = env_whole("KANDEV_SESSIONS_PER_MINUTE", 20)
+KANDEV_PROMPTS_PER_MINUTE = env_whole("KANDEV_PROMPTS_PER_MINUTE", 30)
+KANDEV_USER_MAX_QUEUED = env_whole("KANDEV_USER_MAX_QUEUED", 10)
+# Requests of one caller (API token or login) in a Daphne process's sync thread at once; the rest
+# wait their turn on the event loop, so a flood never stands in front of everyone else
+# (kandev_web/admission.py).
+KANDEV_USER_REQUESTS_AT_ONCE = env_whole("KANDEV_USER_REQUESTS_AT_ONCE", 4)
+# The box's agent slots are shared fairly (sessions_app/agent/runner.py): while someone else who
+# holds less than their share waits for an agent, nobody takes more than ceil(slots / people with
+# waiting or running agent turns). Off: first come, first served.
+KANDEV_ACP_FAIR_SHARE = env_bool("KANDEV_ACP_FAIR_SHARE", True)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -3,7 +3,8 @@
 Views here only translate HTTP to services and selectors and domain errors to status codes:
 SessionNotFound and TokenNotFound -> 404 (one body for unknown and foreign ids), InvalidInput ->
 422 with the field, UnknownReference (a body field naming a target or task that is not there) ->
-404, StateConflict and GenerationActive -> 409, an oversized body -> 413, a body that is not JSON
+404, StateConflict and GenerationActive -> 409, CapReached (a per-person cap,
+services/caps.py) -> 429 with Retry-After, an oversized body -> 413, a body that is not JSON
 -> 400, no live token -> 401.
 
 Every operation's ``response`` lists all of these that it can answer, so the OpenAPI document says
@@ -18,6 +19,8 @@ targets up in the admin or with `manage.py target_add`.
 
 from __future__ import annotations
 
+import math
+
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Status
@@ -28,6 +31,7 @@ from sessions_app.api_auth import BearerTokenAuth, api_token_revoke
 from sessions_app.api_schemas import (
     ApiTokenOut,
     CancelRetryOut,
+    CapReachedOut,
     ErrorOut,
     EventOut,
     PromptIn,
@@ -45,6 +49,7 @@ from sessions_app.api_schemas import (
     ValidationErrorOut,
 )
 from sessions_app.errors import (
+    CapReached,
     GenerationActive,
     InvalidInput,
     RetryWaiting,
@@ -79,6 +84,7 @@ FIELDS = {422: ValidationErrorOut}  # a path, query or body field the schema ref
 JSON_BODY = {400: ErrorOut, 413: ErrorOut}  # the body is not JSON / is too large
 MISSING = {404: ErrorOut}  # the session (or token, or a target/task the body names) is not there
 CONFLICT = {409: ErrorOut}  # well formed, but the current state refuses it
+LIMITED = {429: CapReachedOut}  # the caller reached a per-person cap (services/caps.py)
 
 
 def _sentence(message: str) -> str:
@@ -113,6 +119,15 @@ def _busy(request: HttpRequest, exc: GenerationActive) -> HttpResponse:
     if isinstance(exc, RetryWaiting):
         detail = wording.RETRY_PENDING
     return api.create_response(request, {"detail": detail}, status=409)
+
+
+@api.exception_handler(CapReached)
+def _cap_reached(request: HttpRequest, exc: CapReached) -> HttpResponse:
+    retry_after = max(1, math.ceil(exc.retry_after_s))
+    body = {"detail": exc.message, "cap": exc.cap, "limit": exc.limit, "retry_after": retry_after}
+    response = api.create_response(request, body, status=429)
+    response["Retry-After"] = str(retry_after)
+    return response
 
 
 @api.exception_handler(RequestDataTooBig)
@@ -186,7 +201,10 @@ def tasks_update(request: HttpRequest, task_id: int, payload: TaskPatchIn) -> St
     return _task_out(selectors.task_for_user(user=request.auth, task_id=task_id))
 
 
-@api.post("/v1/sessions", response={201: SessionOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING})
+@api.post(
+    "/v1/sessions",
+    response={201: SessionOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **LIMITED},
+)
 def sessions_create(request: HttpRequest, payload: SessionIn) -> Status:
     target = ProviderTarget.objects.filter(pk=payload.target).first()
     if target is None:
@@ -210,7 +228,7 @@ def sessions_detail(request: HttpRequest, session_id: int) -> dict:
 
 @api.post(
     "/v1/sessions/{session_id}/prompts",
-    response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
+    response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT, **LIMITED},
 )
 def sessions_prompt(request: HttpRequest, session_id: int, payload: PromptIn) -> Status:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
@@ -247,7 +265,7 @@ def sessions_cancel_retry(request: HttpRequest, session_id: int) -> dict:
 
 @api.post(
     "/v1/sessions/{session_id}/recover",
-    response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
+    response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT, **LIMITED},
 )
 def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) -> Status:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
@@ -259,7 +277,7 @@ def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) 
 
 @api.post(
     "/v1/sessions/{session_id}/regenerate",
-    response={202: PromptOut, **AUTH, **FIELDS, **MISSING, **CONFLICT},
+    response={202: PromptOut, **AUTH, **FIELDS, **MISSING, **CONFLICT, **LIMITED},
 )
 def sessions_regenerate(request: HttpRequest, session_id: int) -> Status:
     """Answer the last prompt again; the earlier answer is kept, labelled replaced."""
@@ -270,7 +288,7 @@ def sessions_regenerate(request: HttpRequest, session_id: int) -> Status:
 
 @api.post(
     "/v1/sessions/{session_id}/edit",
-    response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
+    response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT, **LIMITED},
 )
 def sessions_edit(request: HttpRequest, session_id: int, payload: PromptIn) -> Status:
     """Send an edited version of the last prompt; the earlier one and its answer are kept,

@@ -200,6 +200,16 @@ class ErrorOut(Schema):
     detail: str
 
 
+class CapReachedOut(Schema):
+    """A 429: the caller reached one of their per-person caps; the Retry-After header says the
+    same wait in whole seconds."""
+
+    detail: str = Field(description="The sentence a person reads: which cap, and when to retry")
+    cap: Literal["session_rate", "prompt_rate", "queued_prompts"]
+    limit: int = Field(description="The cap's setting (per minute, or prompts waiting at once)")
+    retry_after: int = Field(description="Seconds until trying again may succeed")
+
+
 class FieldErrorOut(Schema):
     type: str
     loc: list[str | int] = Field(

@@ -1,8 +1,8 @@
 """Domain errors raised by services and selectors.
 
 Views, consumers and the API translate them (SessionNotFound -> 404, GenerationActive -> 409,
-InvalidInput -> 422, its UnknownReference -> 404 and StateConflict -> 409); services never return
-half-done work instead of raising.
+InvalidInput -> 422, its UnknownReference -> 404 and StateConflict -> 409, CapReached -> 429);
+services never return half-done work instead of raising.
 """
 
 from __future__ import annotations
@@ -27,6 +27,20 @@ class GenerationActive(DomainError):
 class RetryWaiting(GenerationActive):
     """A failed turn is waiting to retry: a new prompt is refused until the retry is cancelled
     (Stop or the banner's Cancel) or has run, so a pending retry is never dropped silently."""
+
+
+class CapReached(DomainError):
+    """The person reached one of their caps (sessions_app/services/caps.py): ``cap`` names it
+    (``session_rate``, ``prompt_rate``, ``queued_prompts``), ``limit`` is its setting and
+    ``retry_after_s`` when trying again may succeed. The API answers 429 with Retry-After; pages
+    show ``message`` and keep what was typed. Nothing was written."""
+
+    def __init__(self, *, cap: str, limit: int, retry_after_s: float, message: str) -> None:
+        super().__init__(message)
+        self.cap = cap
+        self.limit = limit
+        self.retry_after_s = retry_after_s
+        self.message = message
 
 
 class InvalidInput(DomainError):

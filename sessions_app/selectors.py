@@ -329,6 +329,21 @@ def queue_positions(*, limit: int) -> list[tuple[PromptGeneration, int]]:
     return positions
 
 
+def agent_slot_waiters() -> set[int | None]:
+    """The people with a prompt for an ACP agent waiting to start: queued for a worker or for an
+    agent slot (one held behind the person's own running prompts waits for them, not for a slot).
+    What a fair share of the box's agent slots is counted against (sessions_app/agent/slots.py)."""
+    return set(
+        PromptGeneration.objects.filter(
+            state=PromptGeneration.State.QUEUED, session__target__kind=ProviderTarget.Kind.ACP
+        )
+        .exclude(queue_reason=PromptGeneration.QueueReason.USER_LIMIT)
+        .order_by()  # the model's ordering would join the DISTINCT
+        .values_list("requested_by_id", flat=True)
+        .distinct()
+    )
+
+
 def queue_dict(generation: PromptGeneration, ahead: int) -> dict[str, Any]:
     """The one shape of a place in line: snapshot, board, API and session.updated all use it."""
     return {"ahead": ahead, "reason": generation.queue_reason, "generation": generation.number}

@@ -1,7 +1,8 @@
 """Pages: the live task board, a task's page (rename, archive, new session in it), a session's
 live page, and the composer's two actions.
 
-Views stay thin: reads through selectors, writes through services, domain errors mapped to HTTP.
+Views stay thin: reads through selectors, writes through services, domain errors mapped to HTTP
+(a per-person cap, CapReached, is a 429 with Retry-After and the typed text kept).
 The composer posts over htmx with ``hx-swap="none"``: the transcript and the Send/Stop toggle
 change only through the websocket (the database is the truth and every viewer sees the same), so
 the HTTP answer carries nothing but the composer's error line. The retry banner's Cancel and the
@@ -10,6 +11,7 @@ recovery card's Resume / Start fresh work the same way.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from urllib.parse import urlencode
 
@@ -21,7 +23,13 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from recovery import wording
-from sessions_app.errors import GenerationActive, InvalidInput, RetryWaiting, SessionNotFound
+from sessions_app.errors import (
+    CapReached,
+    GenerationActive,
+    InvalidInput,
+    RetryWaiting,
+    SessionNotFound,
+)
 from sessions_app.forms import PromptForm, SessionCreateForm, TaskRenameForm
 from sessions_app.frames import wall_clock_ms
 from sessions_app.models import Session, Task
@@ -143,6 +151,10 @@ def session_new(request: HttpRequest) -> HttpResponse:
         field = error.field if error.field in form.fields else None
         form.add_error(field, f"{error.field.capitalize()} {error.message}.")
         return _board(request, form, status=422)
+    except CapReached as error:
+        # The form comes back as typed, with the reason above it.
+        form.add_error(None, error.message)
+        return _cap_reached(_board(request, form, status=429), error)
     return redirect("session_detail", session_id=session.pk)
 
 
@@ -240,6 +252,10 @@ def session_prompt(request: HttpRequest, session_id: int) -> HttpResponse:
         return _prompt_refused(request, session, text, wording.RETRY_PENDING, status=409)
     except GenerationActive:
         return _prompt_refused(request, session, text, wording.STILL_WORKING, status=409)
+    except CapReached as error:
+        # The composer keeps the text (live.js clears it only on a 200), so Send works later.
+        refused = _prompt_refused(request, session, text, error.message, status=429)
+        return _cap_reached(refused, error)
     if request.htmx:
         return _composer_error("", status=200)
     return redirect("session_detail", session_id=session.pk)
@@ -267,11 +283,17 @@ def session_edit(request: HttpRequest, session_id: int) -> HttpResponse:
         session_id,
         lambda session: prompt_edit(session=session, user=request.user, text=text),
         refused="Message {}.",
+        draft=text,
     )
 
 
 def _rerun(
-    request: HttpRequest, session_id: int, start: Callable[[Session], object], *, refused: str
+    request: HttpRequest,
+    session_id: int,
+    start: Callable[[Session], object],
+    *,
+    refused: str,
+    draft: str = "",
 ) -> HttpResponse:
     """Start a re-run of the session's last turn (Regenerate, Edit) and answer like a prompt:
     the new turn reaches every viewer over the websocket; a refusal shows in the composer."""
@@ -284,6 +306,9 @@ def _rerun(
         return _prompt_refused(request, session, "", refused.format(error.message), status=422)
     except GenerationActive:
         return _prompt_refused(request, session, "", wording.STILL_WORKING, status=409)
+    except CapReached as error:
+        refused_page = _prompt_refused(request, session, draft, error.message, status=429)
+        return _cap_reached(refused_page, error)
     if request.htmx:
         return _done_elsewhere()
     return redirect("session_detail", session_id=session.pk)
@@ -305,6 +330,12 @@ def session_switch_target(request: HttpRequest, session_id: int) -> HttpResponse
     if request.htmx:
         return _done_elsewhere()
     return redirect("session_detail", session_id=session.pk)
+
+
+def _cap_reached(response: HttpResponse, error: CapReached) -> HttpResponse:
+    """A page refused for a per-person cap says when to try again, as the API's 429 does."""
+    response["Retry-After"] = str(max(1, math.ceil(error.retry_after_s)))
+    return response
 
 
 def _prompt_refused(
@@ -357,6 +388,8 @@ def session_recover_view(request: HttpRequest, session_id: int) -> HttpResponse:
         # Usually another viewer pressed the button first: the run they started is the answer.
         message = "The agent is already working on this session."
         return _prompt_refused(request, session, "", message, status=409)
+    except CapReached as error:
+        return _cap_reached(_prompt_refused(request, session, "", error.message, status=429), error)
     if request.htmx:
         return _done_elsewhere()
     return redirect("session_detail", session_id=session.pk)

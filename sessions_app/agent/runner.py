@@ -18,11 +18,18 @@ from recovery.clock import Clock, SystemClock
 from sessions_app import metrics
 from sessions_app.agent.acp import AcpDriver
 from sessions_app.agent.direct import DirectDriver, StreamOpener
-from sessions_app.agent.slots import AgentSlot, agent_slot_take
+from sessions_app.agent.slots import (
+    AgentSlot,
+    agent_slot_holders,
+    agent_slot_take,
+    agent_slots_deciding,
+    fair_share_allows,
+)
 from sessions_app.agent.turn import Driver, Turn
 from sessions_app.enqueue import attempt_enqueue, generation_enqueue
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import PromptGeneration, ProviderTarget
+from sessions_app.selectors import agent_slot_waiters
 from sessions_app.services import generation_claim
 from sessions_app.services.ladder import attempt_claim
 from sessions_app.services.queue import queue_hold
@@ -41,16 +48,16 @@ def generation_run(
     stop_poll_interval_s: float = STOP_POLL_INTERVAL_S,
 ) -> PromptGeneration | None:
     """Claim and run a generation. Returns None, touching nothing else, for a duplicate delivery
-    or a prompt that must wait in line (its sender's limit, or no agent slot for an ACP target;
-    services/queue.py)."""
-    target_kind = (
+    or a prompt that must wait in line (its sender's limit, or no agent slot for an ACP target,
+    or none within its sender's fair share of them; services/queue.py, agent/slots.py)."""
+    target_kind, person = (
         PromptGeneration.objects.filter(pk=generation_id)
-        .values_list("session__target__kind", flat=True)
+        .values_list("session__target__kind", "requested_by_id")
         .first()
-    )
+    ) or (None, None)
     slot = None
     if target_kind == ProviderTarget.Kind.ACP:
-        slot = _agent_slot()
+        slot = _agent_slot(person=person)
         if slot is None:
             _wait_for_agent_slot(generation_id=generation_id)
             return None
@@ -90,8 +97,9 @@ def generation_retry(
     already ran, or a loop that was cancelled, stopped or disarmed meanwhile, does nothing. An
     ACP attempt that finds no agent slot is scheduled again after KANDEV_ACP_SLOT_WAIT_S."""
     slot = None
-    if _loop_target_kind(loop_id) == ProviderTarget.Kind.ACP:
-        slot = _agent_slot()
+    target_kind, person = _loop_target_kind(loop_id)
+    if target_kind == ProviderTarget.Kind.ACP:
+        slot = _agent_slot(person=person)
         if slot is None:
             attempt_enqueue(
                 loop_id=loop_id,
@@ -145,12 +153,29 @@ def _retry_run(
     return generation
 
 
-def _agent_slot() -> AgentSlot | None:
-    return agent_slot_take(
-        directory=settings.KANDEV_ACP_SLOT_DIR,
-        count=settings.KANDEV_ACP_MAX_AGENTS,
-        min_free_mb=settings.KANDEV_ACP_MIN_FREE_MB,
-    )
+def _agent_slot(*, person: int | None) -> AgentSlot | None:
+    """A slot of the box for one of ``person``'s turns, or None: none free, the box short of
+    memory, or (KANDEV_ACP_FAIR_SHARE) the person at their share while someone owed one waits."""
+    directory, count = settings.KANDEV_ACP_SLOT_DIR, settings.KANDEV_ACP_MAX_AGENTS
+    holder = "" if person is None else str(person)
+
+    def take() -> AgentSlot | None:
+        return agent_slot_take(
+            directory=directory,
+            count=count,
+            min_free_mb=settings.KANDEV_ACP_MIN_FREE_MB,
+            holder=holder,
+        )
+
+    if not settings.KANDEV_ACP_FAIR_SHARE:
+        return take()
+    with agent_slots_deciding(directory=directory):
+        waiting = {"" if p is None else str(p) for p in agent_slot_waiters()}
+        holders = agent_slot_holders(directory=directory, count=count)
+        if not fair_share_allows(person=holder, holders=holders, waiting=waiting, count=count):
+            logger.info("person %s is at their share of the agent slots; others wait", holder)
+            return None
+        return take()
 
 
 def _wait_for_agent_slot(*, generation_id: int) -> None:
@@ -164,16 +189,18 @@ def _wait_for_agent_slot(*, generation_id: int) -> None:
     generation_enqueue(generation_id=generation_id, countdown_s=settings.KANDEV_ACP_SLOT_WAIT_S)
 
 
-def _loop_target_kind(loop_id: int) -> str | None:
+def _loop_target_kind(loop_id: int) -> tuple[str | None, int | None]:
+    """The kind of target the loop's next attempt runs on, and whose turn it is."""
     loop = RetryLoop.objects.filter(pk=loop_id).values("target_name", "generation_id").first()
     if loop is None:
-        return None
-    kind = ProviderTarget.objects.filter(name=loop["target_name"]).values_list("kind", flat=True)
-    return kind.first() or (
+        return None, None
+    session_kind, person = (
         PromptGeneration.objects.filter(pk=loop["generation_id"])
-        .values_list("session__target__kind", flat=True)
+        .values_list("session__target__kind", "requested_by_id")
         .first()
-    )
+    ) or (None, None)
+    kind = ProviderTarget.objects.filter(name=loop["target_name"]).values_list("kind", flat=True)
+    return kind.first() or session_kind, person
 
 
 def _driver_for(turn: Turn, open_stream: StreamOpener | None) -> Driver:

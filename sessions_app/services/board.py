@@ -18,6 +18,7 @@ from sessions_app.errors import InvalidInput, StateConflict, UnknownReference
 from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
 from sessions_app.push import board_push
 from sessions_app.selectors import session_switch_targets
+from sessions_app.services.caps import session_rate_take
 from sessions_app.services.events import event_append
 from sessions_app.target_rules import target_problems
 from sessions_app.text_rules import name_problem, single_line_problem
@@ -186,11 +187,13 @@ def session_create(
     *, owner: AbstractBaseUser, target: ProviderTarget, title: str, task: Task | None = None
 ) -> Session:
     """Open a session on ``target``: under ``task`` (one of the owner's), or, without one, under a
-    new task named after the session. An archived task comes back to the board with it."""
+    new task named after the session. An archived task comes back to the board with it.
+    CapReached when the owner opened KANDEV_SESSIONS_PER_MINUTE sessions in the last minute."""
     title = _title_clean(title)
     if task is not None and task.owner_id != owner.pk:
         raise UnknownReference("task", "no such task")
     with transaction.atomic():
+        session_rate_take(user_id=owner.pk)
         if task is None:
             task = task_create(owner=owner, title=title)
         elif task.archived_at is not None:

@@ -40,6 +40,7 @@ from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import queue_ahead, queue_dict, user_may_view
 from sessions_app.services.board import session_state_set
+from sessions_app.services.caps import prompt_rate_precheck, turn_start_check
 from sessions_app.services.events import event_append
 from sessions_app.services.loops import loop_finish, loops_disarm
 from sessions_app.services.messages import message_create, message_finish, message_update
@@ -115,15 +116,19 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
     """Write the user's message and a new queued generation, then enqueue the run on commit.
 
     Raises InvalidInput for an empty or oversized prompt, GenerationActive while another
-    generation of this session is queued or running, and RetryWaiting (a GenerationActive) while
-    one waits to retry: the pending retry is the person's to drop, with Stop or Cancel.
+    generation of this session is queued or running, RetryWaiting (a GenerationActive) while
+    one waits to retry: the pending retry is the person's to drop, with Stop or Cancel, and
+    CapReached when the person is at a cap (services/caps.py), which Regenerate and an edit
+    check too.
     """
+    prompt_rate_precheck(user_id=user.pk)
     text = prompt_text_clean(text)
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         _refuse_while_active(session=locked)
+        turn_admit(user=user)
         generation = _generation_create(
             session=locked, mode=PromptGeneration.Mode.PROMPT, requested_by=user
         )
@@ -138,6 +143,13 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
     session.state = locked.state
     session.last_seq = locked.last_seq
     return generation
+
+
+def turn_admit(*, user: AbstractBaseUser) -> None:
+    """A turn the person starts must pass their caps (services/caps.py). Taken after the session's
+    row lock: the person's lock, held until commit, then the checks (CapReached)."""
+    user_lock(user_id=user.pk)
+    turn_start_check(user_id=user.pk)
 
 
 def _refuse_while_active(*, session: Session) -> None:
@@ -179,6 +191,7 @@ def answer_regenerate(*, session: Session, user: AbstractBaseUser) -> PromptGene
         prompt = _last_prompt(session=locked)
         if prompt is None:
             raise StateConflict("action", wording.NOTHING_TO_RERUN)
+        turn_admit(user=user)
         _rows_replace(
             rows=Message.objects.filter(session=locked, id__gt=prompt.pk).select_related(
                 "session", "generation"
@@ -206,6 +219,7 @@ def prompt_edit(*, session: Session, user: AbstractBaseUser, text: str) -> Promp
         prompt = _last_prompt(session=locked)
         if prompt is None:
             raise StateConflict("text", "there is no message to edit yet")
+        turn_admit(user=user)
         _rows_replace(
             rows=Message.objects.filter(session=locked, id__gte=prompt.pk).select_related(
                 "session", "generation"

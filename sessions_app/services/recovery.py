@@ -17,6 +17,7 @@ from sessions_app.services.generations import (
     generation_create,
     generation_supersede_waiting,
     retry_loops_cancel,
+    turn_admit,
 )
 from sessions_app.services.loops import loops_disarm
 from sessions_app.services.messages import message_create, message_update
@@ -45,7 +46,8 @@ def retry_cancel(*, session_id: int, user: AbstractBaseUser) -> list[str]:
 def session_recover(*, session: Session, user: AbstractBaseUser, action: str) -> PromptGeneration:
     """Resume (re-run the failed turn on the committed history) or start fresh (re-send the last
     prompt in a new context). Partial output stays visible, marked incomplete, and is never fed
-    back as if it were complete: the transcript builder leaves incomplete rows out."""
+    back as if it were complete: the transcript builder leaves incomplete rows out. Either starts
+    a turn, so the person's caps apply (CapReached, services/caps.py)."""
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     if action not in RECOVERY_ACTIONS:
@@ -63,6 +65,7 @@ def session_recover(*, session: Session, user: AbstractBaseUser, action: str) ->
         )
         if last_prompt is None:
             raise StateConflict("action", wording.NOTHING_TO_RERUN)
+        turn_admit(user=user)
         loops_disarm(session_id=locked.pk)
         mode = PromptGeneration.Mode.RESUME if action == "resume" else PromptGeneration.Mode.FRESH
         if action == "resume":

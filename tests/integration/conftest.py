@@ -70,11 +70,11 @@ def redis_client() -> Iterator[redis.Redis]:
 
 @pytest.fixture(autouse=True)
 def fresh_shared_state(redis_client) -> Iterator[None]:
-    """Provider health, metrics and the per-person socket count are shared through Redis by
-    design: each test starts with every target healthy, every counter at zero, no socket counted."""
+    """Provider health, metrics, the per-person socket count and rate windows are shared through
+    Redis by design: each test starts with every target healthy, every counter at zero."""
 
     def clear() -> None:
-        for kind in ("health", "metrics", "sockets"):
+        for kind in ("health", "metrics", "sockets", "caps"):
             for key in redis_client.scan_iter(match=f"{settings.KANDEV_REDIS_PREFIX}:{kind}:*"):
                 redis_client.delete(key)
 

@@ -10,7 +10,12 @@ import sys
 import pytest
 from django.conf import settings
 
-from sessions_app.agent.slots import agent_slot_take, agent_slots_taken, memory_available_mb
+from sessions_app.agent.slots import (
+    agent_slot_holders,
+    agent_slot_take,
+    agent_slots_taken,
+    memory_available_mb,
+)
 from sessions_app.models import PromptGeneration, SessionEvent
 from tests.integration.acp_app.conftest import run_prompt
 
@@ -104,3 +109,31 @@ def test_slots_are_shared_by_the_processes_of_a_box_and_freed_when_one_dies(slot
     again = agent_slot_take(directory=slots, count=1, min_free_mb=0)
     assert again is not None
     again.release()
+
+
+HOLD_UNTIL_KILLED = """
+import sys, time
+from pathlib import Path
+from sessions_app.agent.slots import agent_slot_take
+slot = agent_slot_take(directory=Path(sys.argv[1]), count=2, min_free_mb=0, holder="7")
+print("took" if slot else "none", flush=True)
+time.sleep(120)
+"""
+
+
+def test_who_holds_a_slot_is_known_to_every_process_and_forgotten_when_the_holder_is_killed(slots):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_UNTIL_KILLED, str(slots)],
+        cwd=settings.BASE_DIR, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "took"
+        mine = agent_slot_take(directory=slots, count=2, min_free_mb=0, holder="8")
+        assert sorted(agent_slot_holders(directory=slots, count=2)) == ["7", "8"]
+    finally:
+        holder.kill()  # SIGKILL: no clean-up runs in the holder
+        holder.wait(30)
+
+    assert agent_slot_holders(directory=slots, count=2) == ["8"]
+    mine.release()
+    assert agent_slot_holders(directory=slots, count=2) == []
