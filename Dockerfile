@@ -8,6 +8,9 @@ ENV PYTHONUNBUFFERED=1 \
     PATH=/opt/venv/bin:$PATH
 
 WORKDIR /app
+# Agents run only inside bubblewrap (with socat as their one way out); git serves workspaces.
+RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap socat git \
+    && rm -rf /var/lib/apt/lists/*
 RUN pip install --no-cache-dir uv==0.13.9
 
 # Dependencies first, so code changes do not reinstall them. No dev group in the image.

@@ -25,7 +25,8 @@ PYTEST_ARGS ?=
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install run test test-unit test-browser test-slow test-agents bench lint shell worker superuser highlight-css screenshots
+
+.PHONY: help install system-deps run test test-unit test-browser test-slow test-agents bench lint shell worker superuser highlight-css screenshots
 
 help:
 	@echo "make run           start the app (embedded Postgres/Redis unless DATABASE_URL/REDIS_URL are set)"
@@ -41,9 +42,15 @@ help:
 	@echo "make superuser     create an admin (staff) login of your own, asked for interactively"
 	@echo "make highlight-css regenerate static/css/highlight.css (code colours) from Pygments"
 	@echo "make screenshots   retake the README's screenshots (docs/screenshots/) in a real browser"
+	@echo "make system-deps   install the Debian packages agents are confined with (bubblewrap, socat, git)"
 	@echo "make install       sync .venv with uv.lock and node_modules with package-lock.json (run by the others)"
 
-install: $(STAMP) $(NPM_STAMP)
+install: system-deps $(STAMP) $(NPM_STAMP)
+
+# Debian's bubblewrap and socat confine every agent; installed when missing (as root), else the
+# apt-get line to run is printed and make stops.
+system-deps:
+	@bash scripts/system-deps.sh
 
 # npm ci starts from an empty node_modules, so an old stamp never survives a re-install.
 $(NPM_STAMP): package-lock.json package.json
