@@ -558,10 +558,18 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "json": {"()": "recovery.logs.JsonFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": KANDEV_LOG_FORMAT}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": KANDEV_LOG_FORMAT,
+            "filters": ["short_security_warnings"],
+        }
+    },
     # The ACP SDK logs on the root logger itself; see the filter's docstring for what it drops.
     "filters": {
         "acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"},
+        # A suspicious request (answered 400) is one warning line, no traceback.
+        "short_security_warnings": {"()": "kandev_web.logfilters.ShortSecurityWarnings"},
         # Idle sweeps (nothing found) log at DEBUG: see kandev_web/logfilters.py.
         "quiet_sweeps": {
             "()": "kandev_web.logfilters.QuietPeriodicTasks",
