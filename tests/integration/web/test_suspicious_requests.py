@@ -1,6 +1,7 @@
 """What an anonymous client's suspicious requests cost, through the real ASGI app on a real Daphne
 over HTTP: a 400, no file content, no traceback in the log (one short warning line), and no
-query-string value in the access log."""
+query-string value in the access log. Static answers, served before any middleware, carry the
+Content-Security-Policy too and keep their own caching."""
 
 from __future__ import annotations
 
@@ -25,13 +26,19 @@ class Daphne:
 
     def get(self, path: str, *, host: str = "127.0.0.1") -> tuple[int, bytes]:
         """GET ``path`` exactly as written (http.client neither normalises nor re-quotes it)."""
+        status, _, body = self.get_with_headers(path, host=host)
+        return status, body
+
+    def get_with_headers(
+        self, path: str, *, host: str = "127.0.0.1"
+    ) -> tuple[int, http.client.HTTPMessage, bytes]:
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
             connection.putrequest("GET", path, skip_host=True)
             connection.putheader("Host", f"{host}:{self.port}")
             connection.endheaders()
             answer = connection.getresponse()
-            return answer.status, answer.read()
+            return answer.status, answer.headers, answer.read()
         finally:
             connection.close()
 
@@ -105,3 +112,12 @@ async def test_query_string_values_never_reach_the_access_log(daphne):
     assert "/accounts/login/?token=[REDACTED]&next=[REDACTED]&[REDACTED]" in log
     assert "secret123" not in log
     assert "wssecret456" not in log
+
+
+@pytest.mark.parametrize("path", ["/static/js/live.js", "/static/../kandev_web/settings.py"])
+def test_static_answers_carry_the_policy_and_keep_their_own_caching(daphne, path):
+    _, headers, _ = daphne.get_with_headers(path)
+
+    assert "script-src 'self'" in headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+    assert headers.get("Cache-Control") != "no-store"
