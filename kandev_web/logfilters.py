@@ -47,3 +47,20 @@ class QuietPeriodicTasks(logging.Filter):
             return True
         # Failures and retries keep their lines; only a success that returned "nothing" goes.
         return "return_value" in args and str(args["return_value"]) in _NOTHING_DONE
+
+
+class ShortSecurityWarnings(logging.Filter):
+    """A request Django refused as suspicious (``django.security.*``: a static path climbing out
+    of its directory, a bad Host header, a multipart body over the limits) is the client's
+    doing, answered 400: one warning line, never the error and traceback Django attaches, which
+    let any anonymous client write kilobytes of log per request. Attach to the handlers (a filter
+    on the "django.security" logger would not see its children's records)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "django.security" or record.name.startswith("django.security."):
+            record.exc_info = None
+            record.exc_text = None
+            record.stack_info = None
+            if record.levelno > logging.WARNING:
+                record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True

@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from kandev_web.logfilters import QUIET_LOGGERS
 from kandev_web.secret_key import secret_key
@@ -174,10 +175,14 @@ MIDDLEWARE = [
     # First of the rest, so every log line of a request carries its id (recovery/logs.py).
     "kandev_web.middleware.request_id_middleware",
     "django.middleware.security.SecurityMiddleware",
+    # Django 6's CSP middleware, with this request's websocket origin in connect-src.
+    "kandev_web.security_headers.SocketAwareCspMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication: a signed-in person's pages and every API answer are never stored.
+    "kandev_web.security_headers.no_store_middleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -572,6 +577,19 @@ if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME.total_seconds() < 1:
 # to https (HSTS; Django sends it on secure requests only). Each can be set on its own.
 KANDEV_HTTPS = env_bool("KANDEV_HTTPS", False)
 _SECURE_BY_DEFAULT = KANDEV_HTTPS and not DEBUG
+# No inline script or style, nothing framing the app (kandev_web/security_headers.py adds the
+# request's ws:/wss: origin to connect-src).
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("KANDEV_SECURE_COOKIES", _SECURE_BY_DEFAULT)
 SECURE_HSTS_SECONDS = env_int("KANDEV_HSTS_SECONDS", 31_536_000 if _SECURE_BY_DEFAULT else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("KANDEV_HSTS_INCLUDE_SUBDOMAINS", False)
@@ -624,10 +642,18 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "json": {"()": "recovery.logs.JsonFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": KANDEV_LOG_FORMAT}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": KANDEV_LOG_FORMAT,
+            "filters": ["short_security_warnings"],
+        }
+    },
     # The ACP SDK logs on the root logger itself; see the filter's docstring for what it drops.
     "filters": {
         "acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"},
+        # A suspicious request (answered 400) is one warning line, no traceback.
+        "short_security_warnings": {"()": "kandev_web.logfilters.ShortSecurityWarnings"},
         # Idle sweeps (nothing found) log at DEBUG: see kandev_web/logfilters.py.
         "quiet_sweeps": {
             "()": "kandev_web.logfilters.QuietPeriodicTasks",

@@ -14,11 +14,22 @@ Schema ``pattern`` that says exactly what the check accepts.
 Every kind also refuses a lone surrogate (a JSON "\\ud800" without its pair), which is not text and
 cannot be encoded to store or send. JSON Schema patterns cannot say that portably, so it is said
 in the field descriptions instead; a generator never produces one from the schema.
+
+What agents, tools and providers send is not refused but made storable (``storable_text``,
+``storable_json``): a file an agent reads may hold NUL bytes, and the turn must go on. PostgreSQL
+refuses NUL in text and ``\\u0000`` in jsonb, and a lone surrogate cannot be encoded as UTF-8 at
+all, so each such character becomes U+FFFD (the replacement character). U+FFFD rather than a
+visible "\\u0000" marker: it is what a UTF-8 decoder already shows for bytes that are not text
+(stderr tails are decoded so), it cannot be mistaken for the six characters an agent may really
+have printed, and it replaces one code point by one, so streamed offsets (``message.appended``
+counts code points) stay what the writer counted.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from typing import Any
 
 _BIDI_CONTROLS = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 NAME_FORBIDDEN = frozenset(
@@ -28,6 +39,32 @@ NAME_FORBIDDEN = frozenset(
 TEXT_FORBIDDEN = frozenset({"\x00"})
 # What str.strip() removes: a value made only of these is blank.
 _WHITESPACE = frozenset(c for c in map(chr, range(0x110000)) if c.isspace())
+
+
+REPLACEMENT = "\ufffd"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(value: str) -> str:
+    """``value`` with every character PostgreSQL cannot store (NUL, a lone surrogate) replaced by
+    U+FFFD, one for one. Ordinary text comes back unchanged (and is the same object)."""
+    if "\x00" in value:
+        value = value.replace("\x00", REPLACEMENT)
+    if not value.isascii() and _lone_surrogate(value):
+        value = _SURROGATE.sub(REPLACEMENT, value)
+    return value
+
+
+def storable_json(value: Any) -> Any:
+    """A JSON-shaped value (dicts, lists, strings, numbers) with ``storable_text`` applied to every
+    string in it, keys included: jsonb refuses ``\\u0000`` inside any string."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {storable_json(key): storable_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [storable_json(item) for item in value]
+    return value
 
 
 def _lone_surrogate(value: str) -> bool:

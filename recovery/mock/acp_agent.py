@@ -154,7 +154,9 @@ class MockAcpAgent:
     async def _answer(self, session_id: str, command: Command) -> PromptResponse:
         name = command.name
         if name == "crash":
-            sys.stderr.write("mock agent: simulated crash in the middle of a prompt\n")
+            # /crash:nul puts a NUL byte in the stderr tail the worker quotes on the card.
+            nul = "\x00 " if command.arg == "nul" else ""
+            sys.stderr.write(f"mock agent: simulated {nul}crash in the middle of a prompt\n")
             sys.stderr.flush()
             os._exit(3)
         if name == "hang":
@@ -168,6 +170,8 @@ class MockAcpAgent:
             named = (command.rest or "").split(maxsplit=1)
             path = named[0] if named and named[0].startswith("/") else None
             await self._tool(session_id, command.arg or "read", path)
+        if name == "read-file":
+            return await self._read_file(session_id, command.rest)
         delay_s = int(command.arg or 200) / 1000 if name == "slow" else 0.0
         return await self._plain(session_id, command.rest or "hello", delay_s=delay_s)
 
@@ -234,6 +238,31 @@ class MockAcpAgent:
                 content=[tool_content(text_block(result))],
             ),
         )
+
+    async def _read_file(self, session_id: str, name: str) -> PromptResponse:
+        """Read a file of the working directory as a read tool (its bytes decoded as UTF-8, so NUL
+        bytes stay NUL characters), then think and answer quoting what it held."""
+        path = os.path.join(self._cwd.get(session_id, "."), name)
+        tool_id = "tool-read-file-1"
+        title = f"Read {name}"
+        await self._conn.session_update(
+            session_id=session_id,
+            update=start_tool_call(tool_id, title, kind="read", status="pending"),
+        )
+        try:
+            with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+                content = handle.read()
+        except OSError as error:
+            content = f"could not read {name}: {error.strerror}"
+        await self._conn.session_update(
+            session_id=session_id,
+            update=update_tool_call(
+                tool_id, status="completed", content=[tool_content(text_block(content))]
+            ),
+        )
+        await self._think(session_id, f"The file holds: {content}")
+        await self._say(session_id, f"The file says: {content}")
+        return PromptResponse(stop_reason="end_turn")
 
     async def _say(self, session_id: str, text: str) -> None:
         await self._conn.session_update(

@@ -16,9 +16,13 @@ Commands (the rest of the prompt is the question):
   /response-retry      abandoned thought and text, the retry marker (twice), replacement text
   /slow[:ms]           the default answer, one chunk every ms (200 by default); honours cancel
   /hang                says nothing and ignores session/cancel
-  /crash               writes to stderr and exits with status 3 mid-prompt
+  /crash[:nul]         writes to stderr and exits with status 3 mid-prompt (`nul`: the stderr line
+                       holds a NUL byte)
   /tool[:kind] [PATH]  a tool call of that kind (read by default) with a permission request,
                        naming PATH (absolute) or notes.md in its working directory
+  /read-file NAME      a read tool call that really reads NAME in the working directory (bytes
+                       as UTF-8, undecodable ones as lone surrogates, NUL as is) and shows its
+                       content as the tool's output, then a thought and an answer quoting it
   /recall              "You said before: ..." with the earlier user prompts it was shown (the
                        leading context block), and the last earlier answer it was shown
   anything else        a thought and a streamed plain answer

@@ -312,6 +312,24 @@ def echo_credentials_stream(req: ScenarioRequest) -> Plan:
     )
 
 
+def unstorable(req: ScenarioRequest) -> Plan:
+    """`/unstorable`: output holding characters PostgreSQL refuses, on every output path: a NUL
+    and a lone surrogate (sent as the JSON escapes "\\u0000" and "\\ud800") in the thinking, the
+    text and an append_note call's arguments; the answer after the tool has them too."""
+    if req.tool_result is not None:
+        return Plan((Start(), Text(("Done\x00 ", "and noted\udc00.")), Finish("end_turn")))
+    arguments = json.dumps({"text": "a\x00b\ud800c"})
+    return Plan(
+        (
+            Start(),
+            Thinking(("Reading\x00 the ", "file\ud800 now.")),
+            Text(("It holds\x00 a ", "NUL and\ud800 a lone surrogate.")),
+            Tool("toolu_unstorable_0001", "append_note", _pieces(arguments, 7)),
+            Finish("tool_use"),
+        )
+    )
+
+
 def _pieces(text: str, size: int) -> tuple[str, ...]:
     return tuple(text[i : i + size] for i in range(0, len(text), size))
 
@@ -376,6 +394,7 @@ SCENARIOS: dict[str, Callable[[ScenarioRequest], Plan]] = {
     "auth": auth,
     "echo-credentials": echo_credentials,
     "echo-credentials-stream": echo_credentials_stream,
+    "unstorable": unstorable,
     "gateway-openrouter": gateway_openrouter,
     "gateway-litellm": gateway_litellm,
     "tool-partial-fail": tool_partial_fail,

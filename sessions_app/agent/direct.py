@@ -39,6 +39,7 @@ from sessions_app.db import released_between
 from sessions_app.models import Message
 from sessions_app.services import message_create
 from sessions_app.services.ladder import call_succeeded
+from sessions_app.text_rules import storable_text
 
 MAX_MODEL_CALLS = 8
 
@@ -190,11 +191,11 @@ class DirectDriver:
 
     def _run_tool_once(self, call: ToolCall) -> None:
         session = self.turn.session
+        call = _redacted_call(call)
         if Message.objects.filter(
             session=session, role=Message.Role.TOOL_RESULT, metadata__tool_call_id=call.id
         ).exists():
             return
-        call = _redacted_call(call)
         output = tool_run(
             name=call.name,
             arguments=call.arguments,
@@ -210,13 +211,17 @@ class DirectDriver:
 
 
 def _redacted_call(call: ToolCall) -> ToolCall:
-    """The call with every string in its arguments redacted (names stay: they are the schema)."""
-    return ToolCall(call.id, call.name, _redacted_value(call.arguments))
+    """The call with every string in its arguments redacted (names stay: they are the schema),
+    and every string storable: its id is looked up in jsonb, and a NUL in the arguments would
+    reach a tool's own writes (append_note) as well as the transcript."""
+    return ToolCall(
+        storable_text(call.id), storable_text(call.name), _redacted_value(call.arguments)
+    )
 
 
 def _redacted_value(value: Any) -> Any:
     if isinstance(value, str):
-        return redact_credentials(value)
+        return storable_text(redact_credentials(value))
     if isinstance(value, dict):
         return {key: _redacted_value(item) for key, item in value.items()}
     if isinstance(value, list):

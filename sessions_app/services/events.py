@@ -12,6 +12,7 @@ from django.utils import timezone
 from sessions_app import events as event_names
 from sessions_app.models import Session, SessionEvent
 from sessions_app.push import board_push, event_push
+from sessions_app.text_rules import storable_json
 
 # The session's next seq and the event, in one statement: UPDATE ... RETURNING takes the session
 # row lock (concurrent writers get unique, gap-free seqs in commit order) and the INSERT uses the
@@ -39,6 +40,9 @@ def event_append(*, session: Session, type: str, payload: dict[str, Any]) -> Ses
     """
     if type not in event_names.ALL:
         raise ValueError(f"unknown session event type {type!r}")
+    # jsonb refuses "\u0000" and lone surrogates in any string; an explanation may quote an
+    # agent's stderr or a provider's error body.
+    payload = storable_json(payload)
     now = timezone.now()
     with connection.cursor() as cursor:
         cursor.execute(

@@ -45,7 +45,7 @@ from sessions_app.services.events import event_append
 from sessions_app.services.loops import loop_finish, loops_disarm
 from sessions_app.services.messages import message_create, message_finish, message_update
 from sessions_app.services.queue import queue_hold, queue_release_next, user_at_limit, user_lock
-from sessions_app.text_rules import text_problem
+from sessions_app.text_rules import storable_text, text_problem
 
 State = PromptGeneration.State
 
@@ -458,6 +458,8 @@ def generation_end(
     """
     if state not in (State.SUCCEEDED, State.FAILED, State.STOPPED):
         raise ValueError(f"{state!r} does not end a generation")
+    # It may quote a provider's error body or an agent's stderr tail, which may hold NUL.
+    error_message = storable_text(error_message)
     with transaction.atomic():
         was_running = PromptGeneration.objects.filter(pk=generation.pk, state=State.RUNNING).exists()
         if not _move(

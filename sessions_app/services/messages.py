@@ -1,4 +1,8 @@
-"""Transcript writes. Each write and the event describing it commit together."""
+"""Transcript writes. Each write and the event describing it commit together.
+
+Every text and metadata value passes ``storable_text`` / ``storable_json`` here, the one door
+transcript rows go through: what an agent, a tool or a provider sent may hold NUL or a lone
+surrogate, which PostgreSQL refuses (text_rules.py says what replaces them and why)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from sessions_app.services.events import (
     event_append,
     event_push_on_commit,
 )
+from sessions_app.text_rules import storable_json, storable_text
 
 
 def message_create(
@@ -33,6 +38,8 @@ def message_create(
     metadata: dict[str, Any] | None = None,
 ) -> Message:
     """Write one transcript row and its ``message.created`` event."""
+    text = storable_text(text)
+    metadata = storable_json(metadata or {})
     with transaction.atomic():
         message = Message.objects.create(
             session=session,
@@ -40,7 +47,7 @@ def message_create(
             role=role,
             text=text,
             status=status,
-            metadata=metadata or {},
+            metadata=metadata,
         )
         message._streamed = _Streamed(length=len(text), next_position=1)
         event_append(
@@ -106,6 +113,7 @@ def message_append(*, message: Message, text: str) -> None:
     """
     if not text:
         return
+    text = storable_text(text)
     streamed = _streamed(message)
     session = message.session
     payload = {"id": message.pk, "offset": streamed.length, "text": text}
@@ -143,7 +151,7 @@ def message_finish(
     streamed message that costs its whole length, once."""
     with transaction.atomic():
         row = Message.objects.get(pk=message.pk)
-        message.text = row.full_text + tail
+        message.text = row.full_text + storable_text(tail)
         message.streamed_text = None
         message.status = status
         message.incomplete = incomplete
@@ -184,12 +192,12 @@ def message_update(
     of the given fields and one full-replacement ``message.updated`` event."""
     fields: dict[str, Any] = {}
     if text is not None:
-        message.text = fields["text"] = text
+        message.text = fields["text"] = storable_text(text)
         message.streamed_text = None
     if status is not None:
         message.status = fields["status"] = status
     if metadata is not None:
-        message.metadata = fields["metadata"] = metadata
+        message.metadata = fields["metadata"] = storable_json(metadata)
     if not fields:
         return
     with transaction.atomic():

@@ -22,6 +22,7 @@ from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import Session
 from sessions_app.selectors import notice_dict
 from sessions_app.services.events import event_append
+from sessions_app.text_rules import storable_text
 
 logger = logging.getLogger(__name__)
 Retired = RetryNotice.Retired
@@ -50,7 +51,8 @@ def notice_upsert(
         "code": code,
         "reason": reason,
         "provider": provider,
-        "model": model,
+        # What the agent reported as its model: its words, so made storable.
+        "model": storable_text(model),
         "attempt": attempt,
         "max_attempts": max_attempts,
         "retry_at": datetime.fromtimestamp(retry_at, tz=UTC),

@@ -14,6 +14,8 @@ from sessions_app.text_rules import (
     TEXT_PATTERN,
     name_problem,
     single_line_problem,
+    storable_json,
+    storable_text,
     text_problem,
 )
 
@@ -73,3 +75,27 @@ def test_prompt_text_keeps_code_and_layout_but_refuses_nul():
 @pytest.mark.parametrize("rule", [name_problem, single_line_problem, text_problem])
 def test_a_lone_surrogate_is_refused_everywhere(rule):
     assert "lone surrogate" in rule("half a pair: \ud800")
+
+
+def test_storable_text_replaces_nul_and_lone_surrogates_one_for_one():
+    raw = "a\x00b\ud800c\udc00d"
+
+    stored = storable_text(raw)
+
+    assert stored == "a\ufffdb\ufffdc\ufffdd"
+    assert len(stored) == len(raw)  # streamed offsets count code points
+    stored.encode("utf-8")  # no longer raises
+
+
+def test_storable_text_leaves_ordinary_text_alone():
+    text = "tabs\tnewlines\n emoji \U0001f600 and \u202e bidi: only storage is the rule here"
+
+    assert storable_text(text) is text
+
+
+def test_storable_json_cleans_every_string_keys_included_and_keeps_other_values():
+    value = {"out\x00put": ["x\x00", {"n": 1, "ok": True, "none": None, "s": "\udfff"}]}
+
+    assert storable_json(value) == {
+        "out\ufffdput": ["x\ufffd", {"n": 1, "ok": True, "none": None, "s": "\ufffd"}]
+    }
