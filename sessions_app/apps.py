@@ -1,3 +1,4 @@
+import importlib
 import os
 
 from django.apps import AppConfig
@@ -11,7 +12,8 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Sessions"
 
     def ready(self) -> None:
-        from sessions_app import signals  # noqa: F401  (connects the login receivers)
+        # Connects the login receivers; it imports models, so not before the app is ready.
+        importlib.import_module("sessions_app.signals")
 
         # Every redaction in this process removes the values of the provider keys configured for
         # it, whatever their shape: output, thinking, tool calls and results, errors, logs.

@@ -93,7 +93,15 @@ assert generation.state == PromptGeneration.State.SUCCEEDED, generation.state
 """
 
 SETUP_CODE = f"""
+import redis
+from django.conf import settings
 from django.contrib.auth import get_user_model
+# A fresh database gives the same user ids again: per-person counts in Redis from an earlier
+# stack (prompts this minute, open sockets) would count against this one's people.
+client = redis.Redis.from_url(settings.REDIS["client"])
+for kind in ("caps", "sockets"):
+    for key in client.scan_iter(match=f"{{settings.KANDEV_REDIS_PREFIX}}:{{kind}}:*"):
+        client.delete(key)
 from sessions_app.models import ProviderTarget
 from sessions_app.services import target_create
 get_user_model().objects.create_user({USERNAME!r}, password={PASSWORD!r})
