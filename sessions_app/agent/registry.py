@@ -227,9 +227,11 @@ def _mock(request: LaunchRequest) -> AgentLaunch:
     env["PYTHONPATH"] = ":".join(
         part for part in (env.get("PYTHONPATH", ""), str(settings.BASE_DIR)) if part
     )
-    # Its prompt counters must outlive each attempt's process (and its private /tmp).
-    env.setdefault(MOCK_STATE_ENV, str(Path(settings.KANDEV_ACP_WORKDIR) / "mock-agent.json"))
-    counters = tuple(Path(env[name]) for name in (MOCK_STATE_ENV, MOCK_RECORD_ENV) if env.get(name))
+    # Its prompt counters must outlive each attempt's process (and its private /tmp): in the
+    # session's own home unless a test names files of its own, which are bound in.
+    env.setdefault(MOCK_STATE_ENV, str(request.home / ".mock-agent-state.json"))
+    named = (Path(env[name]) for name in (MOCK_STATE_ENV, MOCK_RECORD_ENV) if env.get(name))
+    counters = tuple(path for path in named if not path.is_relative_to(request.home))
     command = (sys.executable, "-m", "recovery.mock.acp_agent")
     if request.model:
         command += ("--model", request.model)
