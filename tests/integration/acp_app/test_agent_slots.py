@@ -112,12 +112,12 @@ def test_slots_are_shared_by_the_processes_of_a_box_and_freed_when_one_dies(slot
 
 
 HOLD_UNTIL_KILLED = """
-import sys, time
+import signal, sys
 from pathlib import Path
 from sessions_app.agent.slots import agent_slot_take
 slot = agent_slot_take(directory=Path(sys.argv[1]), count=2, min_free_mb=0, holder="7")
 print("took" if slot else "none", flush=True)
-time.sleep(120)
+signal.pause()  # holds the slot until the test kills it
 """
 
 
