@@ -130,17 +130,4 @@ def fair_share_allows(
 
 def agent_slots_taken(*, directory: Path, count: int) -> int:
     """How many of the box's slots are held right now (for tests and the operator)."""
-    taken = 0
-    for number in range(count):
-        path = directory / f"slot-{number}.lock"
-        if not path.exists():
-            continue
-        fd = os.open(path, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        except BlockingIOError:
-            taken += 1
-        finally:
-            os.close(fd)
-    return taken
+    return len(agent_slot_holders(directory=directory, count=count))
