@@ -86,6 +86,7 @@ $(STAMP): uv.lock pyproject.toml
 	@rm -f $(VENV)/.synced-*
 	@touch $@
 
+# The supervisor runs collectstatic (into staticfiles/) before Daphne starts, then migrates.
 run: install
 	$(PY) -m devtools.supervisor
 
@@ -121,7 +122,7 @@ highlight-css: install
 
 # The README's pictures, taken from the real page by the browser-test stack (scripts/screenshots.py).
 screenshots: install
-	$(WITH_SERVICES) $(PY) scripts/screenshots.py
+	$(WITH_SERVICES) bash -c '$(PY) manage.py collectstatic --noinput -v 0 && $(PY) scripts/screenshots.py'
 
 shell: install
 	$(PY) manage.py shell

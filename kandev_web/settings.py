@@ -209,7 +209,14 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Written by `collectstatic` (`make run` and the image run it), served by Daphne through WhiteNoise
+# (kandev_web/static_files.py). Hashed names from the manifest: a changed live.js gets a new URL,
+# cached for good, while pages are never stored, so no page runs yesterday's script.
+STATIC_ROOT = Path(env_str("KANDEV_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("KANDEV_MAX_BODY_BYTES", 256 * 1024)
 KANDEV_MAX_PROMPT_CHARS = env_int("KANDEV_MAX_PROMPT_CHARS", 32_000)
