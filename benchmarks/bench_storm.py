@@ -149,7 +149,7 @@ LADDER_ENV = (
 
 
 def run() -> list[dict]:
-    from kandev_web.settings import env_str
+    from kandev_web.env import env_str
 
     sessions = int(os.environ.get("KANDEV_BENCH_STORM_SESSIONS") or SESSIONS)
     run_id = uuid.uuid4().hex[:8]
