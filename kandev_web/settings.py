@@ -23,7 +23,7 @@ from django.utils.csp import CSP
 from kandev_web.logfilters import QUIET_LOGGERS
 from kandev_web.secret_key import secret_key
 from recovery.budget import RetrySettings
-from recovery.health import HealthSettings
+from recovery.circuit import HealthSettings
 from recovery.hosts import HostAllowlist
 from recovery.providers.base import StreamTimeouts
 
@@ -388,7 +388,7 @@ KANDEV_STREAM_TIMEOUTS = StreamTimeouts(
     idle_s=env_timeout("KANDEV_IDLE_TIMEOUT", _TIMEOUT_DEFAULTS.idle_s),
     no_progress_s=env_timeout("KANDEV_NO_PROGRESS_TIMEOUT", _TIMEOUT_DEFAULTS.no_progress_s),
 )
-# Shared provider health (recovery/health.py), kept in Redis for every worker: the circuit
+# Shared provider health (recovery/circuit.py), kept in Redis for every worker: the circuit
 # (KANDEV_CIRCUIT_ENABLED, _FAILURES, _WINDOW_S, _OPEN_S, _OPEN_MAX_S, _PROBE_TIMEOUT_S) and the
 # per-target retry budget (KANDEV_RETRY_BUDGET_RATIO, _FLOOR; KANDEV_RETRY_AFTER_CAP_S). Parsed
 # here, so a bad value stops start-up.

@@ -11,7 +11,7 @@ from sessions_app.services.board import (
     target_update,
     task_create,
 )
-from sessions_app.services.events import event_append
+from sessions_app.services.event_log import event_append
 from sessions_app.services.generations import (
     generation_await_retry,
     generation_begin,

@@ -13,13 +13,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app import events as event_names
+from sessions_app import event_types as event_names
 from sessions_app.errors import InvalidInput, StateConflict, UnknownReference
 from sessions_app.models import ProviderTarget, Session, TargetFallback, Task
 from sessions_app.push import board_push
 from sessions_app.selectors import session_switch_targets
 from sessions_app.services.caps import session_rate_take
-from sessions_app.services.events import event_append
+from sessions_app.services.event_log import event_append
 from sessions_app.target_rules import target_problems
 from sessions_app.text_rules import name_problem, single_line_problem
 

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from recovery import wording
 from recovery.redact import redact_credentials
-from sessions_app import events as event_names
+from sessions_app import event_types as event_names
 from sessions_app.enqueue import generation_enqueue
 from sessions_app.errors import (
     GenerationActive,
@@ -41,7 +41,7 @@ from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import queue_ahead, queue_dict, user_may_view
 from sessions_app.services.board import session_state_set
 from sessions_app.services.caps import prompt_rate_precheck, turn_start_check
-from sessions_app.services.events import event_append
+from sessions_app.services.event_log import event_append
 from sessions_app.services.loops import loop_finish, loops_disarm
 from sessions_app.services.messages import message_create, message_finish, message_update
 from sessions_app.services.queue import queue_hold, queue_release_next, user_at_limit, user_lock

@@ -19,8 +19,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from recovery.budget import Budget
+from recovery.circuit import Admission, Refusal, Transition, TransitionKind
 from recovery.clock import Clock
-from recovery.health import Admission, Refusal, Transition
 from recovery.judge import CallStats, Judgement, call_record, judge
 from recovery.policy import Action, Decision, defer_decision
 from recovery.replay import ReplayFacts
@@ -31,7 +31,6 @@ from sessions_app.enqueue import attempt_enqueue
 from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import PromptGeneration
 from sessions_app.services.generations import generation_await_retry, generation_retry_claim
-from sessions_app.services.health import health_failure, health_success, held_add, held_take
 from sessions_app.services.loops import (
     attempt_number_next,
     attempt_record_write,
@@ -47,6 +46,7 @@ from sessions_app.services.loops import (
     turn_budget,
 )
 from sessions_app.services.notices import notice_retrying, notices_cleanup, notices_retire
+from sessions_app.services.target_health import health_failure, health_success, held_add, held_take
 
 logger = logging.getLogger(__name__)
 
@@ -213,7 +213,7 @@ def health_transition_apply(
     spread over a moment. Returns how many loops moved."""
     metrics.count(metrics.CIRCUIT_TRANSITIONS, kind=transition.kind, target=target_name)
     code = _code_or_overloaded(transition.code)
-    if transition.kind == "hold":
+    if transition.kind is TransitionKind.HOLD:
         loop_ids = loops_waiting_on(target_name=target_name, before=transition.until)
         reason = shared_trouble_reason(code)
         until = transition.until
@@ -223,11 +223,11 @@ def health_transition_apply(
         until = transition.until
     moved = 0
     for loop_id in loop_ids:
-        spread_s = RELEASE_SPREAD_S if transition.kind == "release" else DEFER_SPREAD_S
+        spread_s = RELEASE_SPREAD_S if transition.kind is TransitionKind.RELEASE else DEFER_SPREAD_S
         at = until + rng.uniform(0.0, spread_s)
         if loop_postpone(loop_id=loop_id, until=at, reason=reason) is not None:
             moved += 1
-            if transition.kind == "hold":
+            if transition.kind is TransitionKind.HOLD:
                 held_add(target_name=target_name, loop_id=loop_id)
     if moved:
         logger.info("target %s: %s for %s waiting turns", target_name, transition.kind, moved)

@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from sessions_app import events as event_names
+from sessions_app import event_types as event_names
 from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import Session
 from sessions_app.selectors import notice_dict
-from sessions_app.services.events import event_append
+from sessions_app.services.event_log import event_append
 from sessions_app.text_rules import storable_text
 
 logger = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import Client
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.models import PromptGeneration, Session, SessionEvent
 from sessions_app.selectors import session_snapshot, sessions_queue
 from sessions_app.services import generation_claim, generation_end, prompt_submit, session_stop

@@ -13,7 +13,7 @@ from django.test import Client
 from recovery import wording
 from recovery.events import TextPart
 from recovery.mock.testing import SplitClock
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.agent.acp_context import acp_prompt_text
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.agent.transcript import model_call_build

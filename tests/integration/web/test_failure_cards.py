@@ -11,7 +11,7 @@ from django.test import Client
 from recovery import wording
 from recovery.replay import ReplayReason
 from recovery.taxonomy import CODE_POLICY, Code, Klass
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.agent.outcome import handed_back_outcome
 from sessions_app.frames import event_html
 from sessions_app.models import PromptGeneration, Session

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.frames import event_html, events_frame, snapshot_frame
 from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services import session_state_set

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.frames import event_html
 from sessions_app.models import Session
 
