@@ -300,7 +300,7 @@ def _queue_group(generation: PromptGeneration) -> tuple[str, int | None]:
 
 def queue_ahead(*, generation: PromptGeneration) -> int:
     """How many queued generations wait for the same thing as this one and came first
-    (sessions_app/services/queue.py)."""
+    (sessions_app/services/lifecycle/queued.py)."""
     earlier = PromptGeneration.objects.filter(
         state=PromptGeneration.State.QUEUED, queue_reason=generation.queue_reason
     ).filter(

@@ -17,7 +17,7 @@ from sessions_app.frames import event_html
 from sessions_app.models import PromptGeneration, Session
 from sessions_app.selectors import session_snapshot
 from sessions_app.services import prompt_submit
-from sessions_app.services.generations import generation_end
+from sessions_app.services import generation_end
 
 pytestmark = pytest.mark.django_db
 
