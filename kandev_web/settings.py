@@ -291,7 +291,8 @@ def env_whole(name: str, default: int, *, least: int = 0) -> int:
     return value
 
 
-# Fair queues (sessions_app/services/lifecycle/queued.py): one person has at most this many prompts running
+# Fair queues (sessions_app/services/lifecycle/queued.py): one person has at most this many
+# prompts running
 # at once; the rest wait in line, held off the broker so they never stand in front of another
 # person's prompt. 0: no limit.
 KANDEV_USER_MAX_RUNNING = env_whole("KANDEV_USER_MAX_RUNNING", 3)

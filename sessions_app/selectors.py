@@ -23,7 +23,8 @@ from sessions_app.models import (
 
 
 def message_dict(message: Message) -> dict[str, Any]:
-    """The one MessageDict shape (sessions_app/event_types.py) used by events, snapshots and the API."""
+    """The one MessageDict shape (sessions_app/event_types.py) used by events, snapshots and the
+    API."""
     return {
         "id": message.pk,
         "role": message.role,

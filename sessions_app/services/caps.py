@@ -9,8 +9,9 @@
 The two rates are sliding windows kept in Redis (a sorted set of start times per person), so every
 Daphne process counts the same starts; the time comes from an injected clock. A refused attempt
 is not counted, so a person who keeps pressing Send is let in as soon as the window has room. The
-queued count is read from Postgres under the person's advisory lock (services/lifecycle/queued.py), the lock
-their claims and releases take too, so parallel submissions cannot slip past it.
+queued count is read from Postgres under the person's advisory lock
+(services/lifecycle/queued.py), the lock their claims and releases take too, so parallel
+submissions cannot slip past it.
 
 Redis being down fails open, as all shared state does (sessions_app/redis_state.py): the rate caps
 then admit, and are back as soon as Redis is. The queued cap, in Postgres, still holds.

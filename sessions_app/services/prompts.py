@@ -88,17 +88,21 @@ def _turn_open(
     mode: str,
     prepare: Callable[[Session], _Prompt | None],
     before_refusal: Callable[[Session], object] | None = None,
+    sends_new_text: bool = True,
 ) -> PromptGeneration:
     """The open step every start shares. ``before_refusal`` runs first under the lock (Start
     fresh replaces a waiting retry there); ``prepare`` checks and labels rows under the lock and
-    returns the prompt to write, if the new generation answers a new one."""
+    returns the prompt to write, if the new generation answers a new one. ``sends_new_text``: a
+    waiting retry refuses with RetryWaiting, whose advice (Cancel it, your text is kept) fits
+    an entry the person typed or chose for this turn; Resume and Start fresh are refused like
+    any active generation."""
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     with transaction.atomic():
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if before_refusal is not None:
             before_refusal(locked)
-        _refuse_while_active(session=locked)
+        _refuse_while_active(session=locked, retry_waiting=sends_new_text)
         prompt = prepare(locked)
         turn_admit(user=user)
         generation = generation_create(session=locked, mode=mode, requested_by=user)
@@ -118,15 +122,16 @@ def _turn_open(
     return generation
 
 
-def _refuse_while_active(*, session: Session) -> None:
-    """GenerationActive while a generation of the (locked) session is queued or running,
-    RetryWaiting while one waits to retry: the pending retry is the person's to drop."""
+def _refuse_while_active(*, session: Session, retry_waiting: bool) -> None:
+    """GenerationActive while a generation of the (locked) session is active; RetryWaiting (a
+    GenerationActive) instead while one waits to retry, when ``retry_waiting``: the pending
+    retry is the person's to drop."""
     active = (
         PromptGeneration.objects.filter(session=session, state__in=PromptGeneration.ACTIVE_STATES)
         .values_list("state", flat=True)
         .first()
     )
-    if active == State.WAITING_RETRY:
+    if active == State.WAITING_RETRY and retry_waiting:
         raise RetryWaiting(session.pk)
     if active is not None:
         raise GenerationActive(session.pk)
@@ -198,7 +203,12 @@ def session_recover(*, session: Session, user: AbstractBaseUser, action: str) ->
         return _Prompt(text=prompt.full_text, metadata={"fresh_start": True}, context_starts=True)
 
     return _turn_open(
-        session=session, user=user, mode=mode, prepare=prepare, before_refusal=supersede
+        session=session,
+        user=user,
+        mode=mode,
+        prepare=prepare,
+        before_refusal=supersede,
+        sends_new_text=False,
     )
 
 

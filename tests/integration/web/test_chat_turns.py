@@ -22,7 +22,12 @@ from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration, Session, SessionEvent
 from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services import prompt_submit, session_stop
-from sessions_app.services.prompts import answer_regenerate, prompt_edit, retry_cancel, session_recover
+from sessions_app.services.prompts import (
+    answer_regenerate,
+    prompt_edit,
+    retry_cancel,
+    session_recover,
+)
 from sessions_app.services.targets import session_target_switch
 from tests.integration.core.test_event_log import apply_events
 from tests.support.factories import ProviderTargetFactory
