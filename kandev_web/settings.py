@@ -42,7 +42,7 @@ from kandev_web.provider_env import (
 from kandev_web.secret_key import secret_key
 from kandev_web.service_urls import broker_url, database_from_url, is_rabbitmq, redis_urls
 from recovery.budget import RetrySettings
-from recovery.health import HealthSettings
+from recovery.circuit import HealthSettings
 from recovery.providers.base import StreamTimeouts
 
 DEBUG = env_bool("DEBUG", False)
@@ -165,9 +165,9 @@ CELERY_BEAT_SCHEDULE = {
 # A running generation whose worker wrote no heartbeat for this long is presumed lost.
 KANDEV_WORKER_SILENCE_S = env_float("KANDEV_WORKER_SILENCE_S", 60.0)
 
-# Fair queues (sessions_app/services/queue.py): one person has at most this many prompts running
-# at once; the rest wait in line, held off the broker so they never stand in front of another
-# person's prompt. 0: no limit.
+# Fair queues (sessions_app/services/lifecycle/queued.py): one person has at most this many
+# prompts running at once; the rest wait in line, held off the broker so they never stand in
+# front of another person's prompt. 0: no limit.
 KANDEV_USER_MAX_RUNNING = env_whole("KANDEV_USER_MAX_RUNNING", 3)
 # ACP agents are heavy subprocesses, limited per worker box apart from the worker's threads
 # (sessions_app/agent/slots.py): at most KANDEV_ACP_MAX_AGENTS at once, and a new one starts only
@@ -248,7 +248,7 @@ KANDEV_STREAM_TIMEOUTS = StreamTimeouts(
     idle_s=env_seconds("KANDEV_IDLE_TIMEOUT", _TIMEOUT_DEFAULTS.idle_s),
     no_progress_s=env_seconds("KANDEV_NO_PROGRESS_TIMEOUT", _TIMEOUT_DEFAULTS.no_progress_s),
 )
-# Shared provider health (recovery/health.py), kept in Redis for every worker: the circuit
+# Shared provider health (recovery/circuit.py), kept in Redis for every worker: the circuit
 # (KANDEV_CIRCUIT_ENABLED, _FAILURES, _WINDOW_S, _OPEN_S, _OPEN_MAX_S, _PROBE_TIMEOUT_S) and the
 # per-target retry budget (KANDEV_RETRY_BUDGET_RATIO, _FLOOR; KANDEV_RETRY_AFTER_CAP_S). Parsed
 # here, so a bad value stops start-up.

@@ -9,7 +9,7 @@ import pytest
 from django.templatetags.static import static
 from django.test import Client
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.frames import event_html
 from sessions_app.models import Session
 

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.templatetags.static import static
 from django.test import Client
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.frames import events_frame, snapshot_frame
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import message_dict, session_snapshot
