@@ -45,7 +45,7 @@ from recovery.providers.acp import (
 from sessions_app.agent.acp_context import acp_prompt_text
 from sessions_app.agent.targets import TargetUnusable, acp_config_for
 from sessions_app.agent.turn import HandedBack, Judged, Turn, TurnFailed, TurnResult
-from sessions_app.db import released_between
+from sessions_app.db_connections import released_between
 from sessions_app.models import Message, Session
 from sessions_app.services import message_create, message_finish, message_retract, message_update
 from sessions_app.services.ladder import call_succeeded

@@ -17,25 +17,18 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from recovery import wording
-from recovery.events import (
-    ModelCall,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCall,
-    TurnEnd,
-    Usage,
-)
 from recovery.guard import open_stream as provider_open_stream
 from recovery.judge import CallStats
+from recovery.model_call import ModelCall
 from recovery.providers.base import TargetConfig
 from recovery.redact import redact_credentials
+from recovery.stream_events import StreamEvent, TextDelta, ThinkingDelta, ToolCall, TurnEnd, Usage
 from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
 from sessions_app.agent.targets import TargetUnusable, stream_timeouts_for, target_config_for
 from sessions_app.agent.tools import ToolContext, tool_run, tool_specs
 from sessions_app.agent.transcript import model_call_build
 from sessions_app.agent.turn import HandedBack, Judged, Turn, TurnFailed, TurnResult
-from sessions_app.db import released_between
+from sessions_app.db_connections import released_between
 from sessions_app.models import Message
 from sessions_app.services import message_create
 from sessions_app.services.ladder import call_succeeded

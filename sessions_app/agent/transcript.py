@@ -20,7 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from recovery.events import ModelCall, Part, TextPart, ToolResultPart, ToolSpec, ToolUsePart, Turn
+from recovery.model_call import (
+    ConversationTurn,
+    ModelCall,
+    Part,
+    TextPart,
+    ToolResultPart,
+    ToolSpec,
+    ToolUsePart,
+)
 from sessions_app.models import Message, Session
 
 SYSTEM_PROMPT = (
@@ -68,16 +76,16 @@ def _parts_of(messages: list[Message]) -> Iterable[tuple[str, Part]]:
             )
 
 
-def turns_from_messages(messages: list[Message]) -> tuple[Turn, ...]:
-    turns: list[Turn] = []
+def turns_from_messages(messages: list[Message]) -> tuple[ConversationTurn, ...]:
+    turns: list[ConversationTurn] = []
     for role, part in _parts_of(messages):
         if turns and turns[-1].role == role:
-            turns[-1] = Turn(role=role, parts=(*turns[-1].parts, part))
+            turns[-1] = ConversationTurn(role=role, parts=(*turns[-1].parts, part))
         else:
-            turns.append(Turn(role=role, parts=(part,)))
+            turns.append(ConversationTurn(role=role, parts=(part,)))
     # Tool results must open their user turn; text the user typed later follows them.
     return tuple(
-        Turn(
+        ConversationTurn(
             role=t.role,
             parts=tuple(sorted(t.parts, key=lambda p: not isinstance(p, ToolResultPart))),
         )

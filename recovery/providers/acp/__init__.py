@@ -16,7 +16,7 @@ replay is refused):
 The adapter only observes: it never classifies a failure itself.
 """
 
-from recovery.providers.acp.events import (
+from recovery.providers.acp.agent_events import (
     AgentEvent,
     AgentPermission,
     AgentText,

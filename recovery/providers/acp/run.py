@@ -34,15 +34,15 @@ from acp.schema import (
 from pydantic import ValidationError
 
 from recovery.cancel import CancelToken
-from recovery.providers.acp.convert import settled_model, update_events
-from recovery.providers.acp.egress import EgressRoute, egress_bridges
-from recovery.providers.acp.events import (
+from recovery.providers.acp.agent_events import (
     AgentEvent,
     AgentPermission,
     Correlation,
     ModelSettled,
     PromptEnd,
 )
+from recovery.providers.acp.convert import settled_model, update_events
+from recovery.providers.acp.egress import EgressRoute, egress_bridges
 from recovery.providers.acp.evidence import AttemptEvidence, evidence_observe, evidence_start
 from recovery.providers.acp.failure import (
     PromptCompleted,

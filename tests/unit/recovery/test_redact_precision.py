@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recovery.providers.acp.events import AgentText, AgentThought, AgentToolCall
+from recovery.providers.acp.agent_events import AgentText, AgentThought, AgentToolCall
 from recovery.providers.acp.redaction import OutputRedactor
 from recovery.providers.acp.run import secret_env_values
 from recovery.redact import (
