@@ -18,7 +18,7 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from recovery.model_call import (
     ConversationTurn,
@@ -95,12 +95,22 @@ def turns_from_messages(messages: list[Message]) -> tuple[ConversationTurn, ...]
     )
 
 
-def model_call_build(*, session_id: int, model: str, tools: tuple[ToolSpec, ...]) -> ModelCall:
+def context_rows(*, session_id: int, roles: Sequence[str] = ()) -> list[Message]:
+    """The session's rows from its ``context_from`` on, oldest first (``roles``: only those).
+
+    Read fresh on every attempt: "Start fresh" may have moved ``context_from`` since the run was
+    built, and what the previous call of the turn showed must be in the next one's history."""
     context_from = Session.objects.values_list("context_from_id", flat=True).get(pk=session_id)
     rows = Message.objects.filter(session_id=session_id)
+    if roles:
+        rows = rows.filter(role__in=roles)
     if context_from is not None:
         rows = rows.filter(id__gte=context_from)
-    messages = list(rows.order_by("id"))
+    return list(rows.order_by("id"))
+
+
+def model_call_build(*, session_id: int, model: str, tools: tuple[ToolSpec, ...]) -> ModelCall:
+    messages = context_rows(session_id=session_id)
     return ModelCall(
         model=model, turns=turns_from_messages(messages), system=SYSTEM_PROMPT, tools=tools
     )
