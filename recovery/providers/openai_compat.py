@@ -13,17 +13,7 @@ from typing import Any
 import openai
 
 from recovery.clock import Clock
-from recovery.events import (
-    ModelCall,
-    TextDelta,
-    TextPart,
-    ThinkingDelta,
-    ToolCall,
-    ToolResultPart,
-    ToolUsePart,
-    TurnEnd,
-    Usage,
-)
+from recovery.model_call import ModelCall, TextPart, ToolResultPart, ToolUsePart
 from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, TargetConfig, WireItem
 from recovery.providers.failures import stream_error_failure, wire_failure
 from recovery.providers.httpwire import SdkErrors, SSEResponseStream, sse_open
@@ -33,6 +23,7 @@ from recovery.providers.transport import (
     abortable_http_client,
     without_ambient_headers,
 )
+from recovery.stream_events import TextDelta, ThinkingDelta, ToolCall, TurnEnd, Usage
 from recovery.taxonomy import Kind, Phase, ProviderFailure
 
 _CHUNK = Metadata("chunk")

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recovery.providers.acp.events import AgentText, AgentThought, AgentToolCall
+from recovery.providers.acp.agent_events import AgentText, AgentThought, AgentToolCall
 from recovery.providers.acp.redaction import OutputRedactor
-from recovery.providers.acp.run import secret_env_values
+from recovery.providers.acp.spec import secret_env_values
 from recovery.redact import (
     PEM_SEGMENT_LIMIT,
     REDACTED,
