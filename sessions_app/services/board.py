@@ -8,8 +8,9 @@ every change to them tells the owner's open boards (``push.board_push``) after c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -142,12 +143,12 @@ def _title_clean(title: str) -> str:
         raise InvalidInput("title", "must be text")
     title = " ".join(_check_name("title", title).split())
     limit = Task._meta.get_field("title").max_length
-    if len(title) > limit:
+    if limit is not None and len(title) > limit:
         raise InvalidInput("title", f"must be at most {limit} characters")
     return title
 
 
-def task_create(*, owner: AbstractBaseUser, title: str) -> Task:
+def task_create(*, owner: User, title: str) -> Task:
     task = Task.objects.create(owner=owner, title=_title_clean(title))
     _board_changed(owner_id=task.owner_id)
     return task
@@ -184,7 +185,7 @@ def task_unarchive(*, task: Task) -> Task:
 
 
 def session_create(
-    *, owner: AbstractBaseUser, target: ProviderTarget, title: str, task: Task | None = None
+    *, owner: User, target: ProviderTarget, title: str, task: Task | None = None
 ) -> Session:
     """Open a session on ``target``: under ``task`` (one of the owner's), or, without one, under a
     new task named after the session. An archived task comes back to the board with it.
@@ -252,7 +253,7 @@ def task_status_of(session_states: set[str]) -> str:
 def _state_payload(
     state: str, recovery_actions: Sequence[str], explanation: str, queue: dict | None
 ) -> dict:
-    payload = {"state": state, "recovery_actions": list(recovery_actions)}
+    payload: dict[str, Any] = {"state": state, "recovery_actions": list(recovery_actions)}
     if explanation:
         payload["explanation"] = explanation
     if queue is not None:

@@ -20,7 +20,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -112,7 +112,7 @@ def prompt_text_clean(text: str) -> str:
     return redact_credentials(text.strip())
 
 
-def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> PromptGeneration:
+def prompt_submit(*, session: Session, user: User, text: str) -> PromptGeneration:
     """Write the user's message and a new queued generation, then enqueue the run on commit.
 
     Raises InvalidInput for an empty or oversized prompt, GenerationActive while another
@@ -145,7 +145,7 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
     return generation
 
 
-def turn_admit(*, user: AbstractBaseUser) -> None:
+def turn_admit(*, user: User) -> None:
     """A turn the person starts must pass their caps (services/caps.py). Taken after the session's
     row lock: the person's lock, held until commit, then the checks (CapReached)."""
     user_lock(user_id=user.pk)
@@ -179,7 +179,7 @@ def _rows_replace(*, rows: Iterable[Message], reason: str) -> None:
             message_update(message=row, metadata={**row.metadata, "replaced": reason})
 
 
-def answer_regenerate(*, session: Session, user: AbstractBaseUser) -> PromptGeneration:
+def answer_regenerate(*, session: Session, user: User) -> PromptGeneration:
     """Answer the last prompt again in a new generation. The earlier answer (every row after the
     prompt) is kept, labelled "replaced by Regenerate" and never sent to the agent again, so the
     new answer is the only one shown open. Refused like a prompt while one is active."""
@@ -206,7 +206,7 @@ def answer_regenerate(*, session: Session, user: AbstractBaseUser) -> PromptGene
     return generation
 
 
-def prompt_edit(*, session: Session, user: AbstractBaseUser, text: str) -> PromptGeneration:
+def prompt_edit(*, session: Session, user: User, text: str) -> PromptGeneration:
     """Send an edited version of the last prompt. The earlier prompt and its answer are kept,
     labelled "replaced by your edit" and never sent to the agent again; the edited prompt is a
     new message answered by a new generation. Refused like a prompt while one is active."""
@@ -261,7 +261,7 @@ def generation_supersede_waiting(*, session: Session) -> PromptGeneration | None
 
 
 def generation_create(
-    *, session: Session, mode: str, requested_by: AbstractBaseUser | None = None
+    *, session: Session, mode: str, requested_by: User | None = None
 ) -> PromptGeneration:
     """The session's next generation, queued. The caller holds the session row lock, writes the
     user message it answers (if any), then calls ``generation_begin``."""
@@ -274,7 +274,7 @@ def generation_begin(*, session: Session, generation: PromptGeneration) -> None:
 
 
 def _generation_create(
-    *, session: Session, mode: str, requested_by: AbstractBaseUser | None
+    *, session: Session, mode: str, requested_by: User | None
 ) -> PromptGeneration:
     last = PromptGeneration.objects.filter(session=session).aggregate(n=Max("number"))["n"]
     return PromptGeneration.objects.create(
@@ -398,7 +398,7 @@ def generation_stop_request(*, generation_id: int) -> None:
     PromptGeneration.objects.filter(pk=generation_id).update(stop_requested=True)
 
 
-def session_stop(*, session: Session, user: AbstractBaseUser) -> PromptGeneration | None:
+def session_stop(*, session: Session, user: User) -> PromptGeneration | None:
     """Ask the active generation to stop. Returns it, or None when nothing was running (pressing
     Stop twice is harmless). A queued generation no worker has claimed is stopped here; a running
     one is flagged and its worker ends it within about a flush interval, keeping partial text.
@@ -504,7 +504,7 @@ def _answer_mark_recovered(*, generation: PromptGeneration) -> None:
 
 
 # How a generation's end ends its retry loop (if one is still live).
-_LOOP_END_STATE = {
+_LOOP_END_STATE: dict[str, str] = {
     State.SUCCEEDED: "succeeded",
     State.FAILED: "failed",
     State.STOPPED: "cancelled",

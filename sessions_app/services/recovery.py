@@ -4,7 +4,7 @@ session exactly like an unknown one."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from recovery import wording
@@ -25,7 +25,7 @@ from sessions_app.services.messages import message_create, message_update
 RECOVERY_ACTIONS = ("resume", "fresh")
 
 
-def retry_cancel(*, session_id: int, user: AbstractBaseUser) -> list[str]:
+def retry_cancel(*, session_id: int, user: User) -> list[str]:
     """Cancel the session's retry loop and retire its notices (even when the loop already ended):
     the same action as Stop while a retry waits (``generations.retry_loops_cancel``).
 
@@ -43,7 +43,7 @@ def retry_cancel(*, session_id: int, user: AbstractBaseUser) -> list[str]:
     return list(RECOVERY_ACTIONS)
 
 
-def session_recover(*, session: Session, user: AbstractBaseUser, action: str) -> PromptGeneration:
+def session_recover(*, session: Session, user: User, action: str) -> PromptGeneration:
     """Resume (re-run the failed turn on the committed history) or start fresh (re-send the last
     prompt in a new context). Partial output stays visible, marked incomplete, and is never fed
     back as if it were complete: the transcript builder leaves incomplete rows out. Either starts
@@ -100,7 +100,7 @@ def _partials_supersede(*, session: Session, after: Message) -> None:
 
 
 def session_target_set(
-    *, session: Session, user: AbstractBaseUser, target: ProviderTarget
+    *, session: Session, user: User, target: ProviderTarget
 ) -> Session:
     """Switch the session to another target. A retry waiting on the old target is disarmed."""
     if not user_may_view(user=user, session=session):
@@ -126,7 +126,7 @@ def session_target_set(
 
 
 def session_target_switch(
-    *, session: Session, user: AbstractBaseUser, target_id: object
+    *, session: Session, user: User, target_id: object
 ) -> Session:
     """The failure card's "Try another target": ``target_id`` as posted, checked against the
     targets the card offers (every other target), then ``session_target_set``."""
