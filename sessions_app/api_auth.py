@@ -25,9 +25,7 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def api_token_create(
-    *, user: User, label: str = "", expires_at: dt.datetime | None = None
-) -> str:
+def api_token_create(*, user: User, label: str = "", expires_at: dt.datetime | None = None) -> str:
     """Create a token for ``user`` and return it. This is the only time it exists in clear."""
     problem = single_line_problem(label)
     if problem is not None:

@@ -112,9 +112,7 @@ def board_session_state(session: Session) -> str:
     return session.state
 
 
-def board_tasks(
-    *, user: User, query: str = "", archived: bool = False
-) -> QuerySet[Task]:
+def board_tasks(*, user: User, query: str = "", archived: bool = False) -> QuerySet[Task]:
     """The user's own tasks for the board (never a member's or anyone else's): live ones, or the
     archived ones; ``query`` matches a task's or one of its sessions' title, any case."""
     if not user.is_authenticated:
@@ -129,9 +127,7 @@ def board_tasks(
     return tasks.prefetch_related(Prefetch("sessions", queryset=_board_sessions()))
 
 
-def board_columns(
-    *, user: User, query: str = "", archived: bool = False
-) -> list[dict[str, Any]]:
+def board_columns(*, user: User, query: str = "", archived: bool = False) -> list[dict[str, Any]]:
     """The board as columns by task state, each {"status", "label", "tasks"}; every column is
     there, empty or not, so cards move between fixed places. Each session carries ``queue``,
     its place in line when its prompt is queued."""

@@ -104,6 +104,7 @@ class DirectDriver:
     def _stream_one_call(self, call: ModelCall) -> list[ToolCall] | None:
         """Stream one model call into rows. Returns its complete tool calls, or None if stopped."""
         turn = self.turn
+        assert self.config is not None  # resolved by run() before its first model call
         # Kept for the attempt record: the guarded stream knows ttft, bytes and usage.
         self.last_stream = self.open_stream(
             self.config,

@@ -29,7 +29,7 @@ from sessions_app.services.notices import (
 )
 
 State = RetryLoop.State
-_RETRY_OUTCOMES = {
+_RETRY_OUTCOMES: dict[str, str] = {
     State.SUCCEEDED: "succeeded",
     State.EXHAUSTED: "exhausted",
     State.CANCELLED: "cancelled",
@@ -85,6 +85,7 @@ def loop_schedule(
     attempt is enqueued for ``decision.retry_at`` once this transaction commits. ``reason``
     replaces the code's own reason on the banner (a target's trouble shared by everyone)."""
     next_target = decision.target or previous_target
+    assert decision.retry_at is not None  # only a manual decision has no time, and it is not one
     loop.state = State.WAITING
     # The claim's sequence number only grows, even when a later model call of the turn starts its
     # own ladder at "attempt 1" again: a stale task of an earlier call can never claim this one.

@@ -188,13 +188,14 @@ def notices_cleanup() -> int:
 
 def retire_reason_for_loop_end(state: str) -> str:
     """Why a loop's end retires its session's notices, from the state the loop ends in."""
-    return {
+    reasons: dict[str, str] = {
         RetryLoop.State.SUCCEEDED: Retired.SUCCEEDED,
         RetryLoop.State.EXHAUSTED: Retired.EXHAUSTED,
         RetryLoop.State.FAILED: Retired.FAILED,
         RetryLoop.State.CANCELLED: Retired.CANCELLED,
         RetryLoop.State.DISARMED: Retired.REPLACED,
-    }.get(state, Retired.CLEANUP)
+    }
+    return reasons.get(state, Retired.CLEANUP)
 
 
 def _retire_notices(
