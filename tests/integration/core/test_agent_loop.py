@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.agent.runner import generation_run
 from sessions_app.models import (
     Message,
