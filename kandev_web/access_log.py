@@ -30,10 +30,11 @@ def uri_redacted(uri: str) -> str:
 
 
 def access_log_redacted() -> None:
-    daphne_cli = sys.modules.get("daphne.cli")
+    # Daphne ships no type hints: its module is patched and its class subclassed as Any.
+    daphne_cli: Any = sys.modules.get("daphne.cli")
     if daphne_cli is None:
         return
-    base = daphne_cli.AccessLogGenerator
+    base: Any = daphne_cli.AccessLogGenerator
     if getattr(base, "redacts_query_strings", False):
         return
 

@@ -90,7 +90,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     broker = redis_check()
     worker = worker_check(redis_ok=broker.ok)
     checks = {"database": database, "redis": broker, "worker": worker}
-    body = {name: check.as_json()["status"] for name, check in checks.items()}
+    body: dict[str, object] = {name: check.as_json()["status"] for name, check in checks.items()}
     body["detail"] = {name: check.detail for name, check in checks.items()}
     healthy = all(check.ok for check in checks.values())
     return JsonResponse(body, status=200 if healthy else 503)

@@ -21,10 +21,11 @@ def request_id_of(request: HttpRequest) -> str:
     return given if _SANE.match(given) else uuid.uuid4().hex
 
 
-def request_id_middleware(get_response: Callable[[HttpRequest], HttpResponse]):
+def request_id_middleware(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
     def middleware(request: HttpRequest) -> HttpResponse:
         request_id = request_id_of(request)
-        request.request_id = request_id
         with bound(request_id=request_id):
             response = get_response(request)
         response[HEADER] = request_id

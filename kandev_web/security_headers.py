@@ -34,7 +34,9 @@ def socket_origin(request: HttpRequest) -> str | None:
 
 def csp_config_for(request: HttpRequest) -> dict[str, list[str]]:
     """settings.SECURE_CSP with this request's websocket origin added to connect-src."""
-    config = {name: list(values) for name, values in settings.SECURE_CSP.items()}
+    config: dict[str, list[str]] = {
+        name: list(values) for name, values in settings.SECURE_CSP.items()
+    }
     origin = socket_origin(request)
     if origin is not None:
         config.setdefault("connect-src", []).append(origin)
@@ -44,11 +46,14 @@ def csp_config_for(request: HttpRequest) -> dict[str, list[str]]:
 class SocketAwareCspMiddleware(ContentSecurityPolicyMiddleware):
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if not hasattr(response, "_csp_config"):  # a view's own policy wins, as in Django
-            response._csp_config = csp_config_for(request)
+            # The attribute Django's own csp_override decorator sets; django-stubs does not declare it.
+            response._csp_config = csp_config_for(request)  # type: ignore[attr-defined]
         return super().process_response(request, response)
 
 
-def no_store_middleware(get_response: Callable[[HttpRequest], HttpResponse]):
+def no_store_middleware(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
     def middleware(request: HttpRequest) -> HttpResponse:
         response = get_response(request)
         user = getattr(request, "user", None)

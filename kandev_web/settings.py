@@ -10,6 +10,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from django.utils.csp import CSP
 
@@ -146,7 +147,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     {} if KANDEV_BROKER_IS_RABBITMQ else {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 60}
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE = {
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     # A retry whose scheduled task was lost with its worker is re-enqueued; stale notices retired.
     "ladder-sweep": {"task": "ladder.sweep", "schedule": env_float("KANDEV_SWEEP_INTERVAL", 10.0)},
     # A queued generation whose run was never enqueued (broker hiccup) is enqueued again.

@@ -27,7 +27,8 @@ from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.contrib.staticfiles.storage import staticfiles_storage
 from django.core.exceptions import ImproperlyConfigured
-from django.http import Http404, HttpRequest, HttpResponseBase
+from django.core.handlers.asgi import ASGIHandler
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.utils.csp import CSP, build_policy
 from whitenoise.middleware import WhiteNoiseMiddleware
 
@@ -37,11 +38,14 @@ def not_a_static_file(request: HttpRequest) -> HttpResponseBase:
 
 
 def manifest_path() -> Path:
-    return Path(settings.STATIC_ROOT, staticfiles_storage.manifest_name)
+    # STORAGES names WhiteNoise's manifest storage; django-stubs types this lazy object as the
+    # base Storage, which has no manifest.
+    manifest_name = staticfiles_storage.manifest_name  # type: ignore[attr-defined]
+    return Path(settings.STATIC_ROOT, manifest_name)
 
 
 class StaticFilesHandler(ASGIStaticFilesHandler):
-    def __init__(self, application) -> None:
+    def __init__(self, application: ASGIHandler) -> None:
         super().__init__(application)
         # With DEBUG off, pages name the manifest's hashed files: without them no page renders.
         if not settings.DEBUG and not manifest_path().is_file():
@@ -51,7 +55,7 @@ class StaticFilesHandler(ASGIStaticFilesHandler):
             )
         self.whitenoise = WhiteNoiseMiddleware(get_response=not_a_static_file)
 
-    def serve(self, request: HttpRequest) -> HttpResponseBase:
+    def serve(self, request: HttpRequest) -> HttpResponse | FileResponse:
         return self.whitenoise(request)
 
     async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:

@@ -16,13 +16,15 @@ reactor as a side effect, so nothing is patched.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 
 def close_failed_sockets_with_a_code() -> None:
-    daphne_server = sys.modules.get("daphne.server")
+    # Daphne ships no type hints: its module is patched and its class subclassed as Any.
+    daphne_server: Any = sys.modules.get("daphne.server")
     if daphne_server is None:
         return
-    base = daphne_server.WebSocketFactory
+    base: Any = daphne_server.WebSocketFactory
     if getattr(base, "fails_with_a_close_code", False):
         return
 

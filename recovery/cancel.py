@@ -14,7 +14,7 @@ class CancelToken:
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], None]] = []
+        self._callbacks: list[Callable[[], object]] = []
 
     def cancel(self) -> None:
         with self._lock:
@@ -33,7 +33,7 @@ class CancelToken:
         """Block up to ``timeout`` seconds; True as soon as (or if already) cancelled."""
         return self._event.wait(timeout)
 
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Run ``callback`` on cancel (at once if already cancelled); returns an unsubscribe."""
         with self._lock:
             if not self._event.is_set():
@@ -42,7 +42,7 @@ class CancelToken:
         callback()
         return lambda: None
 
-    def _discard(self, callback: Callable[[], None]) -> None:
+    def _discard(self, callback: Callable[[], object]) -> None:
         with self._lock:
             if callback in self._callbacks:
                 self._callbacks.remove(callback)

@@ -100,7 +100,8 @@ _ENV_OF = {
 }
 
 
-def _parse(name: str, raw: str, kind: str) -> bool | int | float:
+def _parse(name: str, raw: str, kind: object) -> bool | int | float:
+    # kind is a dataclass field.type: the annotation's text, as annotations are postponed here.
     text = raw.strip().lower()
     if kind == "bool":
         if text in ("1", "true", "yes", "on"):

@@ -149,11 +149,10 @@ class GuardedStream:
             with self._scope.bound():
                 raw = adapter.open(self._call, on_bytes=self._saw_bytes, clock=clock)
             for item in raw.items():
-                cls = type(item)
-                if cls is TextDelta or cls is ThinkingDelta or cls is ToolCall:
+                if isinstance(item, TextDelta | ThinkingDelta | ToolCall):
                     if not self._committed:
                         self._commit()
-                    if cls is ToolCall:
+                    if isinstance(item, ToolCall):
                         self._exposure = Exposure.TOOL_CALL
                     if held:
                         yield from self._release(held)
@@ -161,7 +160,7 @@ class GuardedStream:
                     yield item
                     # Resuming after visible output is progress: no-progress counts from here.
                     self._waiting_since = monotonic()
-                elif cls is Usage:
+                elif isinstance(item, Usage):
                     self.usage = item
                     if self._committed:
                         self._waiting_since = None
@@ -169,7 +168,7 @@ class GuardedStream:
                         self._waiting_since = monotonic()
                     else:
                         held.append(item)
-                elif cls is TurnEnd:
+                elif isinstance(item, TurnEnd):
                     # The provider's terminal event: the only way a stream counts as finished.
                     self.terminal = item
                     if self.usage is None and (item.usage.input_tokens or item.usage.output_tokens):

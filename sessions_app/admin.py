@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 
 from sessions_app.errors import InvalidInput
 from sessions_app.models import (
@@ -64,7 +65,8 @@ class ProviderTargetForm(forms.ModelForm):
         return self.cleaned_data["name"].strip()
 
     def clean(self) -> dict:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         try:
             target_fields_check(
                 kind=cleaned.get("kind", ""),
@@ -178,5 +180,5 @@ class ApiTokenAdmin(admin.ModelAdmin):
     exclude = ["digest"]
     readonly_fields = ["user", "prefix", "label", "created_at", "last_used_at"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # tokens come from `manage.py create_api_token`, which shows them once

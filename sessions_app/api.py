@@ -27,7 +27,7 @@ from ninja import NinjaAPI, Status
 
 from recovery import wording
 from sessions_app import selectors, services
-from sessions_app.api_auth import BearerTokenAuth, api_token_revoke
+from sessions_app.api_auth import BearerTokenAuth, TokenRequest, api_token_revoke
 from sessions_app.api_schemas import (
     ApiTokenOut,
     CancelRetryOut,
@@ -161,12 +161,12 @@ def _session_out(session: Session) -> dict:
 
 
 @api.get("/v1/targets", response={200: list[TargetOut], **AUTH})
-def targets_list(request: HttpRequest) -> list[dict]:
+def targets_list(request: TokenRequest) -> list[dict]:
     return [_target_out(t) for t in selectors.targets_all()]
 
 
 @api.post("/v1/targets", response={403: ErrorOut, **AUTH})
-def targets_create(request: HttpRequest) -> Status:
+def targets_create(request: TokenRequest) -> Status:
     """Always 403: a target's agent, URL and key variable decide what the worker runs and where
     it sends keys and prompts, so only staff set one up, and not through the API. The body is
     never read."""
@@ -174,18 +174,18 @@ def targets_create(request: HttpRequest) -> Status:
 
 
 @api.get("/v1/tasks", response={200: list[TaskOut], **AUTH})
-def tasks_list(request: HttpRequest) -> list[dict]:
+def tasks_list(request: TokenRequest) -> list[dict]:
     return [_task_out(t) for t in selectors.tasks_for_user(user=request.auth)]
 
 
 @api.post("/v1/tasks", response={201: TaskOut, **AUTH, **FIELDS, **JSON_BODY})
-def tasks_create(request: HttpRequest, payload: TaskIn) -> Status:
+def tasks_create(request: TokenRequest, payload: TaskIn) -> Status:
     task = services.task_create(owner=request.auth, title=payload.title)
     return Status(201, _task_out(task))
 
 
 @api.patch("/v1/tasks/{task_id}", response={200: TaskOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING})
-def tasks_update(request: HttpRequest, task_id: int, payload: TaskPatchIn) -> Status | dict:
+def tasks_update(request: TokenRequest, task_id: int, payload: TaskPatchIn) -> Status | dict:
     """Rename, archive or unarchive one of the caller's tasks; a foreign id is a plain 404."""
     task = selectors.task_for_user(user=request.auth, task_id=task_id)
     if task is None:
@@ -196,14 +196,15 @@ def tasks_update(request: HttpRequest, task_id: int, payload: TaskPatchIn) -> St
         task_sessions.task_archive(task=task)
     elif payload.archived is False:
         task_sessions.task_unarchive(task=task)
-    return _task_out(selectors.task_for_user(user=request.auth, task_id=task_id))
+    # The services above keep ``task`` in step with its row.
+    return _task_out(task)
 
 
 @api.post(
     "/v1/sessions",
     response={201: SessionOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **LIMITED},
 )
-def sessions_create(request: HttpRequest, payload: SessionIn) -> Status:
+def sessions_create(request: TokenRequest, payload: SessionIn) -> Status:
     target = ProviderTarget.objects.filter(pk=payload.target).first()
     if target is None:
         raise UnknownReference("target", "no such target")
@@ -219,7 +220,7 @@ def sessions_create(request: HttpRequest, payload: SessionIn) -> Status:
 
 
 @api.get("/v1/sessions/{session_id}", response={200: SessionDetail, **AUTH, **FIELDS, **MISSING})
-def sessions_detail(request: HttpRequest, session_id: int) -> dict:
+def sessions_detail(request: TokenRequest, session_id: int) -> dict:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     return selectors.session_snapshot(session=session)
 
@@ -228,14 +229,14 @@ def sessions_detail(request: HttpRequest, session_id: int) -> dict:
     "/v1/sessions/{session_id}/prompts",
     response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT, **LIMITED},
 )
-def sessions_prompt(request: HttpRequest, session_id: int, payload: PromptIn) -> Status:
+def sessions_prompt(request: TokenRequest, session_id: int, payload: PromptIn) -> Status:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     generation = services.prompt_submit(session=session, user=request.auth, text=payload.text)
     return Status(202, {"generation": generation.number})
 
 
 @api.post("/v1/sessions/{session_id}/stop", response={200: StopOut, **AUTH, **FIELDS, **MISSING})
-def sessions_stop(request: HttpRequest, session_id: int) -> dict:
+def sessions_stop(request: TokenRequest, session_id: int) -> dict:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     generation = services.session_stop(session=session, user=request.auth)
     if generation is None:
@@ -247,7 +248,7 @@ def sessions_stop(request: HttpRequest, session_id: int) -> dict:
     "/v1/sessions/{session_id}/events",
     response={200: list[EventOut], **AUTH, **FIELDS, **MISSING},
 )
-def sessions_events(request: HttpRequest, session_id: int, after: int = 0) -> list[dict]:
+def sessions_events(request: TokenRequest, session_id: int, after: int = 0) -> list[dict]:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     return selectors.events_after(session=session, after_seq=max(after, 0), limit=EVENTS_PAGE_LIMIT)
 
@@ -255,7 +256,7 @@ def sessions_events(request: HttpRequest, session_id: int, after: int = 0) -> li
 @api.post(
     "/v1/sessions/{session_id}/cancel-retry", response={200: CancelRetryOut, **AUTH, **FIELDS}
 )
-def sessions_cancel_retry(request: HttpRequest, session_id: int) -> dict:
+def sessions_cancel_retry(request: TokenRequest, session_id: int) -> dict:
     # Deliberately no 404: a foreign or unknown session answers exactly like one without a loop.
     actions = prompts.retry_cancel(session_id=session_id, user=request.auth)
     return {"recovery_actions": actions}
@@ -265,7 +266,7 @@ def sessions_cancel_retry(request: HttpRequest, session_id: int) -> dict:
     "/v1/sessions/{session_id}/recover",
     response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT, **LIMITED},
 )
-def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) -> Status:
+def sessions_recover(request: TokenRequest, session_id: int, payload: RecoverIn) -> Status:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     generation = prompts.session_recover(
         session=session, user=request.auth, action=payload.action
@@ -277,7 +278,7 @@ def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) 
     "/v1/sessions/{session_id}/regenerate",
     response={202: PromptOut, **AUTH, **FIELDS, **MISSING, **CONFLICT, **LIMITED},
 )
-def sessions_regenerate(request: HttpRequest, session_id: int) -> Status:
+def sessions_regenerate(request: TokenRequest, session_id: int) -> Status:
     """Answer the last prompt again; the earlier answer is kept, labelled replaced."""
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     generation = prompts.answer_regenerate(session=session, user=request.auth)
@@ -288,7 +289,7 @@ def sessions_regenerate(request: HttpRequest, session_id: int) -> Status:
     "/v1/sessions/{session_id}/edit",
     response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT, **LIMITED},
 )
-def sessions_edit(request: HttpRequest, session_id: int, payload: PromptIn) -> Status:
+def sessions_edit(request: TokenRequest, session_id: int, payload: PromptIn) -> Status:
     """Send an edited version of the last prompt; the earlier one and its answer are kept,
     labelled replaced."""
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
@@ -300,7 +301,7 @@ def sessions_edit(request: HttpRequest, session_id: int, payload: PromptIn) -> S
     "/v1/sessions/{session_id}",
     response={200: SessionOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING},
 )
-def sessions_update(request: HttpRequest, session_id: int, payload: SessionPatchIn) -> dict:
+def sessions_update(request: TokenRequest, session_id: int, payload: SessionPatchIn) -> dict:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     target = ProviderTarget.objects.filter(pk=payload.target).first()
     if target is None:
@@ -312,7 +313,7 @@ def sessions_update(request: HttpRequest, session_id: int, payload: SessionPatch
 
 
 @api.get("/v1/tokens", response={200: list[ApiTokenOut], **AUTH})
-def tokens_list(request: HttpRequest) -> list[dict]:
+def tokens_list(request: TokenRequest) -> list[dict]:
     """The caller's own tokens that are not revoked: never the token itself, only its prefix."""
     return [
         {
@@ -328,6 +329,6 @@ def tokens_list(request: HttpRequest) -> list[dict]:
 
 
 @api.delete("/v1/tokens/{token_id}", response={204: None, **AUTH, **FIELDS, **MISSING})
-def tokens_revoke(request: HttpRequest, token_id: int) -> Status:
+def tokens_revoke(request: TokenRequest, token_id: int) -> Status:
     api_token_revoke(user=request.auth, token_id=token_id)
     return Status(204, None)

@@ -7,7 +7,7 @@ import datetime as dt
 import hashlib
 import secrets
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
@@ -25,9 +25,7 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def api_token_create(
-    *, user: AbstractBaseUser, label: str = "", expires_at: dt.datetime | None = None
-) -> str:
+def api_token_create(*, user: User, label: str = "", expires_at: dt.datetime | None = None) -> str:
     """Create a token for ``user`` and return it. This is the only time it exists in clear."""
     problem = single_line_problem(label)
     if problem is not None:
@@ -45,7 +43,7 @@ def api_token_create(
     return token
 
 
-def api_token_revoke(*, user: AbstractBaseUser, token_id: int) -> None:
+def api_token_revoke(*, user: User, token_id: int) -> None:
     """Revoke one of ``user``'s tokens. Unknown, foreign and already revoked ids raise the same
     TokenNotFound, so nobody learns which ids exist."""
     revoked = ApiToken.objects.filter(pk=token_id, user=user, revoked_at__isnull=True).update(
@@ -55,7 +53,7 @@ def api_token_revoke(*, user: AbstractBaseUser, token_id: int) -> None:
         raise TokenNotFound(token_id)
 
 
-def api_token_user(*, token: str, now: dt.datetime | None = None) -> AbstractBaseUser | None:
+def api_token_user(*, token: str, now: dt.datetime | None = None) -> User | None:
     """The active user a live token belongs to; None for unknown, revoked and expired tokens."""
     if not token or len(token) > 200:
         return None
@@ -73,6 +71,13 @@ def api_token_user(*, token: str, now: dt.datetime | None = None) -> AbstractBas
     return api_token.user
 
 
+class TokenRequest(HttpRequest):
+    """The request an operation behind BearerTokenAuth receives: django-ninja sets ``auth`` to
+    what ``authenticate`` returned, and calls the operation only when that was a user."""
+
+    auth: User
+
+
 class BearerTokenAuth(HttpBearer):
-    def authenticate(self, request: HttpRequest, token: str) -> AbstractBaseUser | None:
+    def authenticate(self, request: HttpRequest, token: str) -> User | None:
         return api_token_user(token=token.strip())

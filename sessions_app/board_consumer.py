@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.contrib.auth.models import User
 
 from sessions_app.event_types import board_group_name
 from sessions_app.frames import board_frame, frame_parts
@@ -45,6 +46,7 @@ class BoardConsumer(LoginBoundSocket, AsyncWebsocketConsumer):
         if not await self.login_admit():
             return
         user = self.scope["user"]
+        assert isinstance(user, User)  # login_admit let only a signed-in user through
         params = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.query = (params.get("q") or [""])[0][:BOARD_SEARCH_MAX_CHARS]
         self.archived = (params.get("archived") or [""])[0] == "1"

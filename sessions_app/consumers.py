@@ -50,6 +50,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.contrib.auth.models import User
 
 from sessions_app import metrics
 from sessions_app.errors import SessionNotFound
@@ -158,6 +159,7 @@ class SessionConsumer(LoginBoundSocket, AsyncWebsocketConsumer):
         if not await self.login_admit():
             return
         user = self.scope["user"]
+        assert isinstance(user, User)  # login_admit let only a signed-in user through
         try:
             await database_sync_to_async(session_for_user)(user=user, session_id=self.session_id)
         except SessionNotFound:
@@ -220,13 +222,14 @@ class SessionConsumer(LoginBoundSocket, AsyncWebsocketConsumer):
         login still holds (else the socket is closed with 4410 and nothing is read)."""
         if not await self.login_still_current():
             return
+        data: list[dict[str, Any]] | dict[str, Any]
         if after_seq is None:
-            kind, data = "snapshot", await database_sync_to_async(self._snapshot)()
+            data = await database_sync_to_async(self._snapshot)()
         else:
-            kind, data = await database_sync_to_async(_catch_up)(
+            _, data = await database_sync_to_async(_catch_up)(
                 session_id=self.session_id, after_seq=after_seq
             )
-        if kind == "snapshot":
+        if isinstance(data, dict):  # a snapshot: from nothing, or too far behind to replay
             await self._send_parts(frame_parts(snapshot_frame(snapshot=data)))
             self.sent_seq = data["last_seq"]
             return

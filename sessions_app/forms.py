@@ -3,6 +3,8 @@ web page and the API); these only shape the input."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.conf import settings
 from django.core.validators import ProhibitNullCharactersValidator
@@ -29,7 +31,7 @@ class PromptForm(forms.Form):
     # strip=False: the service trims and rejects blank text with the message the API gives too.
     text = forms.CharField(required=False, strip=False, max_length=settings.KANDEV_MAX_PROMPT_CHARS)
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # NUL too is the service's to refuse (sessions_app/text_rules.py), in the API's words.
         field = self.fields["text"]

@@ -82,9 +82,16 @@ def _circuit_state() -> Metric:
 def queue_depth(queue: str) -> int:
     """Messages waiting in ``queue``, asked of the broker itself (Redis or RabbitMQ alike)."""
     with current_app.connection_for_read() as connection:
-        connection.ensure_connection(max_retries=1, timeout=BROKER_TIMEOUT_S)
+        # celery-types' kombu stubs take the timeout as int (kombu takes any number of seconds)
+        # and give default_channel the abstract StdChannel, not the transport's own channel.
+        connection.ensure_connection(
+            max_retries=1,
+            timeout=BROKER_TIMEOUT_S,  # type: ignore[arg-type]
+        )
         try:
-            declared = connection.default_channel.queue_declare(queue=queue, passive=True)
+            declared = connection.default_channel.queue_declare(  # type: ignore[attr-defined]
+                queue=queue, passive=True
+            )
         except (kombu.exceptions.ChannelError, amqp.exceptions.ChannelError):
             return 0  # not declared yet: no worker consumed it and nothing was sent to it
         return int(declared.message_count)

@@ -5,6 +5,8 @@ Models hold data and invariants only; writes live in services.py, reads in selec
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -133,6 +135,8 @@ class Session(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Not a column: the place in line that selectors.board_columns sets on the board's sessions.
+    queue: dict[str, Any] | None
 
     class Meta:
         ordering = ["-updated_at", "-id"]
@@ -243,6 +247,10 @@ class Message(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = MessageManager()
+    # Not columns: MessageManager's annotation (None on a row created in this process), and the
+    # stream writer's cursor into the row's chunks (services/messages.py).
+    streamed_text: str | None
+    _streamed: object
 
     class Meta:
         ordering = ["id"]

@@ -16,8 +16,10 @@ async def no_such_socket(scope: dict[str, Any], receive: Any, send: Any) -> None
         await send({"type": "websocket.close", "code": CLOSE_NOT_FOUND})
 
 
-websocket_urlpatterns = [
-    re_path(r"^ws/board/$", BoardConsumer.as_asgi()),
-    re_path(r"^ws/sessions/(?P<session_id>\d+)/$", SessionConsumer.as_asgi()),
-    re_path(r"", no_such_socket),
+# django-stubs types re_path() for Django views only; channels' URLRouter routes ASGI applications
+# through the same patterns, hence the ignores and the list of Any that URLRouter takes.
+websocket_urlpatterns: list[Any] = [
+    re_path(r"^ws/board/$", BoardConsumer.as_asgi()),  # type: ignore[arg-type]
+    re_path(r"^ws/sessions/(?P<session_id>\d+)/$", SessionConsumer.as_asgi()),  # type: ignore[arg-type]
+    re_path(r"", no_such_socket),  # type: ignore[arg-type]
 ]

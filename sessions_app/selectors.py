@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
 
@@ -31,17 +31,17 @@ def message_dict(message: Message) -> dict[str, Any]:
         "text": message.full_text,
         "status": message.status,
         "incomplete": message.incomplete,
-        "generation": message.generation.number if message.generation_id else None,
+        "generation": message.generation.number if message.generation is not None else None,
         "metadata": message.metadata,
         "created": message.created_at.isoformat(),
     }
 
 
-def _visible_to(user: AbstractBaseUser) -> Q:
+def _visible_to(user: User) -> Q:
     return Q(owner=user) | Q(members=user)
 
 
-def sessions_for_user(*, user: AbstractBaseUser) -> QuerySet[Session]:
+def sessions_for_user(*, user: User) -> QuerySet[Session]:
     """Sessions the user owns or is a member of, newest activity first."""
     if not user.is_authenticated:
         return Session.objects.none()
@@ -49,7 +49,7 @@ def sessions_for_user(*, user: AbstractBaseUser) -> QuerySet[Session]:
     return Session.objects.filter(pk__in=ids).select_related("target", "task")
 
 
-def session_for_user(*, user: AbstractBaseUser, session_id: int) -> Session:
+def session_for_user(*, user: User, session_id: int) -> Session:
     """The session if the user may view it. Unknown and foreign ids raise the same error."""
     try:
         return sessions_for_user(user=user).get(pk=session_id)
@@ -57,20 +57,20 @@ def session_for_user(*, user: AbstractBaseUser, session_id: int) -> Session:
         raise SessionNotFound(session_id) from None
 
 
-def user_may_view(*, user: AbstractBaseUser, session: Session) -> bool:
+def user_may_view(*, user: User, session: Session) -> bool:
     if not user.is_authenticated:
         return False
     return session.owner_id == user.pk or session.members.filter(pk=user.pk).exists()
 
 
-def tasks_for_user(*, user: AbstractBaseUser) -> QuerySet[Task]:
+def tasks_for_user(*, user: User) -> QuerySet[Task]:
     """The board: the user's tasks with their sessions (prefetched, each with its target)."""
     if not user.is_authenticated:
         return Task.objects.none()
     return Task.objects.filter(owner=user).prefetch_related("sessions", "sessions__target")
 
 
-def task_for_user(*, user: AbstractBaseUser, task_id: int) -> Task | None:
+def task_for_user(*, user: User, task_id: int) -> Task | None:
     """The user's own task (archived or not); None for unknown and foreign ids alike."""
     try:
         return tasks_for_user(user=user).filter(pk=int(task_id)).first()
@@ -113,9 +113,7 @@ def board_session_state(session: Session) -> str:
     return session.state
 
 
-def board_tasks(
-    *, user: AbstractBaseUser, query: str = "", archived: bool = False
-) -> QuerySet[Task]:
+def board_tasks(*, user: User, query: str = "", archived: bool = False) -> QuerySet[Task]:
     """The user's own tasks for the board (never a member's or anyone else's): live ones, or the
     archived ones; ``query`` matches a task's or one of its sessions' title, any case."""
     if not user.is_authenticated:
@@ -130,9 +128,7 @@ def board_tasks(
     return tasks.prefetch_related(Prefetch("sessions", queryset=_board_sessions()))
 
 
-def board_columns(
-    *, user: AbstractBaseUser, query: str = "", archived: bool = False
-) -> list[dict[str, Any]]:
+def board_columns(*, user: User, query: str = "", archived: bool = False) -> list[dict[str, Any]]:
     """The board as columns by task state, each {"status", "label", "tasks"}; every column is
     there, empty or not, so cards move between fixed places. Each session carries ``queue``,
     its place in line when its prompt is queued."""
@@ -161,7 +157,7 @@ def target_default(*, targets: QuerySet[ProviderTarget]) -> ProviderTarget | Non
     return listed[0] if listed else None
 
 
-def sessions_recent(*, user: AbstractBaseUser, limit: int = 30) -> list[Session]:
+def sessions_recent(*, user: User, limit: int = 30) -> list[Session]:
     """The session page's compact list: the sessions the user may view, newest activity first,
     with their task (archived tasks' sessions left out)."""
     return list(
@@ -180,7 +176,7 @@ def sessions_recent(*, user: AbstractBaseUser, limit: int = 30) -> list[Session]
     )
 
 
-def api_tokens_for_user(*, user: AbstractBaseUser) -> QuerySet[ApiToken]:
+def api_tokens_for_user(*, user: User) -> QuerySet[ApiToken]:
     """The user's tokens that are not revoked (expired ones included: they say so), newest
     first."""
     return ApiToken.objects.filter(user=user, revoked_at__isnull=True).order_by("-created_at", "-id")

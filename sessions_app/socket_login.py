@@ -20,6 +20,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from sessions_app.frames import error_frame
@@ -39,15 +40,10 @@ CLOSE_LOGIN_ENDED = 4410
 CLOSE_TOO_MANY_SOCKETS = 4429
 
 
-class LoginBoundSocket:
-    """Mixed into an AsyncWebsocketConsumer. ``connect`` calls ``login_admit`` right after
-    ``accept``; every read that sends the page data calls ``login_still_current`` first;
+class LoginBoundSocket(AsyncWebsocketConsumer):
+    """The base of the session and board consumers. ``connect`` calls ``login_admit`` right
+    after ``accept``; every read that sends the page data calls ``login_still_current`` first;
     ``disconnect`` calls ``login_leave``."""
-
-    # Set by the consumer (AsyncWebsocketConsumer): used, not defined, here.
-    scope: dict[str, Any]
-    channel_layer: Any
-    channel_name: str
 
     user_id: int | None = None
     session_key: str | None = None
@@ -107,7 +103,7 @@ class LoginBoundSocket:
         for group in self.login_groups:
             await self.channel_layer.group_discard(group, self.channel_name)
         self.login_groups = ()
-        if self._holding:
+        if self._holding and self.user_id is not None:  # holding implies admitted
             self._holding = False
             await sync_to_async(socket_release, thread_sensitive=False)(
                 user_id=self.user_id, socket_id=self.channel_name
@@ -117,7 +113,7 @@ class LoginBoundSocket:
         """Check the login again; when it no longer holds, close with 4410 and answer False."""
         if self.login_closed:
             return False
-        current = await database_sync_to_async(login_is_current)(
+        current = self.user_id is not None and await database_sync_to_async(login_is_current)(
             session_key=self.session_key, user_id=self.user_id
         )
         if not current:
@@ -159,7 +155,7 @@ class LoginBoundSocket:
 
     async def login_check(self, message: dict[str, Any]) -> None:
         """The periodic heartbeat and re-check (every KANDEV_WS_LOGIN_CHECK_S)."""
-        if self.login_closed:
+        if self.login_closed or self.user_id is None:  # scheduled only once admitted
             return
         self._login_check_later()
         await sync_to_async(socket_refresh, thread_sensitive=False)(

@@ -24,13 +24,13 @@ from sessions_app.models import ProviderTarget
 # a secret can never end up stored in this column by mistake.
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 # What the SDKs call when a direct target leaves its base URL empty.
-DEFAULT_BASE_URLS = {
+DEFAULT_BASE_URLS: dict[str, str] = {
     ProviderTarget.Kind.ANTHROPIC: "https://api.anthropic.com",
     ProviderTarget.Kind.OPENAI: "https://api.openai.com/v1",
 }
 # What each ACP agent kind calls when its target leaves the base URL empty (its own default). Our
 # mock agent calls no provider at all, so it has none.
-AGENT_DEFAULT_BASE_URLS = {
+AGENT_DEFAULT_BASE_URLS: dict[str, str] = {
     ProviderTarget.AgentKind.CLAUDE: "https://api.anthropic.com",
     ProviderTarget.AgentKind.CODEX: "https://api.openai.com/v1",
     ProviderTarget.AgentKind.GEMINI: "https://generativelanguage.googleapis.com",

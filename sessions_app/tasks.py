@@ -7,6 +7,7 @@ enqueue these by name (sessions_app.enqueue), so nothing imports this module but
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_process_shutdown, worker_shutdown
@@ -60,14 +61,14 @@ logger = logging.getLogger(__name__)
 
 @worker_shutdown.connect
 @worker_process_shutdown.connect
-def end_agent_processes(**kwargs) -> None:
+def end_agent_processes(**kwargs: Any) -> None:
     """A worker (or one of its pool processes) going away takes its agent processes with it."""
     if ended := agent_processes_end_all():
         logger.warning("worker shutdown: ended %s agent process tree(s)", ended)
 
 
 @worker_shutdown.connect
-def send_last_pushes(**kwargs) -> None:
+def send_last_pushes(**kwargs: Any) -> None:
     """Pushes go out on the push loop after their caller moved on: let the last ones go before
     the process ends (viewers would catch up from the log anyway, a little later)."""
     if not push_drain():

@@ -17,10 +17,12 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.middleware import HtmxDetails
 
 from recovery import wording
 from sessions_app.errors import (
@@ -57,6 +59,14 @@ NOT_FOUND = "No such session."
 TASK_NOT_FOUND = "No such task."
 
 
+class SignedInRequest(HttpRequest):
+    """What every view here but the lockout page receives: login_required let only a signed-in
+    user through, and HtmxMiddleware set ``htmx``."""
+
+    user: User
+    htmx: HtmxDetails
+
+
 def login_locked_out(request: HttpRequest, *_axes_args: object) -> HttpResponse:
     """django-axes' lockout answer for both logins (AXES_LOCKOUT_CALLABLE). Axes calls it with two
     or three arguments depending on the request path; none of them is needed here."""
@@ -65,7 +75,7 @@ def login_locked_out(request: HttpRequest, *_axes_args: object) -> HttpResponse:
     return render(request, "registration/locked_out.html", context, status=429)
 
 
-def _session_or_404(request: HttpRequest, session_id: int) -> Session:
+def _session_or_404(request: SignedInRequest, session_id: int) -> Session:
     try:
         return session_for_user(user=request.user, session_id=session_id)
     except SessionNotFound:
@@ -90,7 +100,7 @@ def _done_elsewhere() -> HttpResponse:
     return HttpResponse(status=204)
 
 
-def _task_or_404(request: HttpRequest, task_id: int) -> Task:
+def _task_or_404(request: SignedInRequest, task_id: int) -> Task:
     task = task_for_user(user=request.user, task_id=task_id)
     if task is None:
         # Unknown and foreign tasks alike.
@@ -98,11 +108,11 @@ def _task_or_404(request: HttpRequest, task_id: int) -> Task:
     return task
 
 
-def _board_query(request: HttpRequest) -> tuple[str, bool]:
+def _board_query(request: SignedInRequest) -> tuple[str, bool]:
     return request.GET.get("q", "").strip(), request.GET.get("archived") == "1"
 
 
-def _new_session_context(request: HttpRequest, form: SessionCreateForm) -> dict:
+def _new_session_context(request: SignedInRequest, form: SessionCreateForm) -> dict:
     targets = targets_all()
     default = target_default(targets=targets)
     chosen = form["target"].value() or (default.pk if default else None)
@@ -115,7 +125,7 @@ def _new_session_context(request: HttpRequest, form: SessionCreateForm) -> dict:
     }
 
 
-def _board(request: HttpRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
+def _board(request: SignedInRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
     query, archived = _board_query(request)
     params = urlencode({k: v for k, v in (("q", query), ("archived", "1" if archived else "")) if v})
     context = {
@@ -131,13 +141,13 @@ def _board(request: HttpRequest, form: SessionCreateForm, *, status: int = 200) 
 
 @require_GET
 @login_required
-def board(request: HttpRequest) -> HttpResponse:
+def board(request: SignedInRequest) -> HttpResponse:
     return _board(request, SessionCreateForm())
 
 
 @require_POST
 @login_required
-def session_new(request: HttpRequest) -> HttpResponse:
+def session_new(request: SignedInRequest) -> HttpResponse:
     """A new session: under one of the user's tasks (``task``), or under a new task."""
     form = SessionCreateForm(request.POST)
     if not form.is_valid():
@@ -164,7 +174,7 @@ def session_new(request: HttpRequest) -> HttpResponse:
 
 
 def _task_page(
-    request: HttpRequest,
+    request: SignedInRequest,
     task: Task,
     *,
     rename_form: TaskRenameForm | None = None,
@@ -183,13 +193,13 @@ def _task_page(
 
 @require_GET
 @login_required
-def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
+def task_detail(request: SignedInRequest, task_id: int) -> HttpResponse:
     return _task_page(request, _task_or_404(request, task_id))
 
 
 @require_POST
 @login_required
-def task_rename_view(request: HttpRequest, task_id: int) -> HttpResponse:
+def task_rename_view(request: SignedInRequest, task_id: int) -> HttpResponse:
     task = _task_or_404(request, task_id)
     form = TaskRenameForm(request.POST)
     if form.is_valid():
@@ -203,7 +213,7 @@ def task_rename_view(request: HttpRequest, task_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def task_archive_view(request: HttpRequest, task_id: int) -> HttpResponse:
+def task_archive_view(request: SignedInRequest, task_id: int) -> HttpResponse:
     task = _task_or_404(request, task_id)
     task_archive(task=task)
     return redirect("board")
@@ -211,14 +221,19 @@ def task_archive_view(request: HttpRequest, task_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def task_unarchive_view(request: HttpRequest, task_id: int) -> HttpResponse:
+def task_unarchive_view(request: SignedInRequest, task_id: int) -> HttpResponse:
     task = _task_or_404(request, task_id)
     task_unarchive(task=task)
     return redirect("task_detail", task_id=task.pk)
 
 
 def _session_page(
-    request: HttpRequest, session: Session, *, draft: str = "", error: str = "", status: int = 200
+    request: SignedInRequest,
+    session: Session,
+    *,
+    draft: str = "",
+    error: str = "",
+    status: int = 200,
 ) -> HttpResponse:
     context = {
         "snapshot": session_snapshot(session=session),
@@ -235,19 +250,20 @@ def _session_page(
 
 @require_GET
 @login_required
-def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_detail(request: SignedInRequest, session_id: int) -> HttpResponse:
     return _session_page(request, _session_or_404(request, session_id))
 
 
 @require_POST
 @login_required
-def session_prompt(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_prompt(request: SignedInRequest, session_id: int) -> HttpResponse:
     session = _session_or_404(request, session_id)
     form = PromptForm(request.POST)
     text = form.data.get("text", "")
     try:
         if not form.is_valid():
-            raise InvalidInput("text", " ".join(form.errors.get("text", ["is invalid"])))
+            problems = form.errors.get("text", ["is invalid"])
+            raise InvalidInput("text", " ".join(str(problem) for problem in problems))
         prompt_submit(session=session, user=request.user, text=form.cleaned_data["text"])
     except SessionNotFound:
         raise Http404(NOT_FOUND) from None
@@ -268,7 +284,7 @@ def session_prompt(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def session_regenerate(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_regenerate(request: SignedInRequest, session_id: int) -> HttpResponse:
     """The last answer's Regenerate: the new answer streams in for every viewer."""
     return _rerun(
         request,
@@ -280,7 +296,7 @@ def session_regenerate(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def session_edit(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_edit(request: SignedInRequest, session_id: int) -> HttpResponse:
     """The last prompt's Edit: the edited text is sent as the new last prompt."""
     text = request.POST.get("text", "")
     return _rerun(
@@ -293,7 +309,7 @@ def session_edit(request: HttpRequest, session_id: int) -> HttpResponse:
 
 
 def _rerun(
-    request: HttpRequest,
+    request: SignedInRequest,
     session_id: int,
     start: Callable[[Session], object],
     *,
@@ -321,7 +337,7 @@ def _rerun(
 
 @require_POST
 @login_required
-def session_switch_target(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_switch_target(request: SignedInRequest, session_id: int) -> HttpResponse:
     """The failure card's "Try another target": every viewer's card follows over the websocket."""
     session = _session_or_404(request, session_id)
     try:
@@ -344,7 +360,7 @@ def _cap_reached(response: HttpResponse, error: CapReached) -> HttpResponse:
 
 
 def _prompt_refused(
-    request: HttpRequest, session: Session, text: str, message: str, *, status: int
+    request: SignedInRequest, session: Session, text: str, message: str, *, status: int
 ) -> HttpResponse:
     if request.htmx:
         return _composer_error(message, status=status)
@@ -353,7 +369,7 @@ def _prompt_refused(
 
 @require_POST
 @login_required
-def session_stop_view(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_stop_view(request: SignedInRequest, session_id: int) -> HttpResponse:
     session = _session_or_404(request, session_id)
     try:
         session_stop(session=session, user=request.user)
@@ -366,7 +382,7 @@ def session_stop_view(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def session_cancel_retry(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_cancel_retry(request: SignedInRequest, session_id: int) -> HttpResponse:
     """The banner's Cancel. Deliberately one answer whatever happened (cancelled, nothing to
     cancel, foreign or unknown session), so it never reveals whether retry state exists; the
     banner and the recovery card change for every viewer through the websocket."""
@@ -378,7 +394,7 @@ def session_cancel_retry(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def session_recover_view(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_recover_view(request: SignedInRequest, session_id: int) -> HttpResponse:
     """The recovery card's Resume and Start fresh (``action`` = resume | fresh)."""
     session = _session_or_404(request, session_id)
     try:

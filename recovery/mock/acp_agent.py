@@ -16,7 +16,7 @@ import asyncio
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, cast
 
 from acp import (
     PROTOCOL_VERSION,
@@ -35,11 +35,13 @@ from acp.schema import (
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
+    SessionConfigOptionBoolean,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
     SessionInfoUpdate,
     ToolCallLocation,
     ToolCallUpdate,
+    ToolKind,
 )
 
 from recovery.mock import acp_scenarios as texts
@@ -87,7 +89,7 @@ class MockAcpAgent:
         session_id = f"mock-session-{os.getpid()}-{self._sessions}"
         self._cancelled[session_id] = asyncio.Event()
         self._cwd[session_id] = cwd
-        options = None
+        options: list[SessionConfigOptionSelect | SessionConfigOptionBoolean] | None = None
         if self._model:
             options = [
                 SessionConfigOptionSelect(
@@ -169,7 +171,8 @@ class MockAcpAgent:
             # "/tool:read /some/file": a read of that file rather than one of its own.
             named = (command.rest or "").split(maxsplit=1)
             path = named[0] if named and named[0].startswith("/") else None
-            await self._tool(session_id, command.arg or "read", path)
+            # An unknown kind is the prompt's mistake: ACP's model refuses it when it is sent.
+            await self._tool(session_id, cast(ToolKind, command.arg or "read"), path)
         if name == "read-file":
             return await self._read_file(session_id, command.rest)
         delay_s = int(command.arg or 200) / 1000 if name == "slow" else 0.0
@@ -209,7 +212,7 @@ class MockAcpAgent:
         await self._say(session_id, "This is the replacement answer.")
         return PromptResponse(stop_reason="end_turn")
 
-    async def _tool(self, session_id: str, kind: str, path: str | None = None) -> None:
+    async def _tool(self, session_id: str, kind: ToolKind, path: str | None = None) -> None:
         tool_id = f"tool-{kind}-1"
         title = f"Mock {kind} tool"
         # Like a real agent's read, it names the file it wants: one in its working directory
@@ -298,7 +301,9 @@ def main(argv: list[str] | None = None) -> None:
     agent = MockAcpAgent(
         identity=options.identity, model=options.model, conversation=options.conversation
     )
-    asyncio.run(run_agent(agent))
+    # It answers only what Kandev's client asks; acp answers any other method "not found", though
+    # run_agent's hint names its whole Agent protocol.
+    asyncio.run(run_agent(agent))  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

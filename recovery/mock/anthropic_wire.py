@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 from recovery.mock.errors import anthropic_error
 from recovery.mock.steps import (
@@ -49,7 +50,7 @@ def _block_stop(index: int) -> bytes:
 
 
 def _message_start(*, model: str, input_tokens: int, message_id: str) -> bytes:
-    message = {
+    message: dict[str, Any] = {
         "id": message_id,
         "type": "message",
         "role": "assistant",

@@ -66,8 +66,8 @@ async def _conversations(request: web.Request) -> web.Response:
         conversation["requests"] += 1
         if entry.get("wire") not in conversation["wires"]:
             conversation["wires"].append(entry.get("wire"))
-    for conversation, attempts in state.attempts.describe().items():
-        described.setdefault(conversation, {"requests": 0, "wires": []})["attempts"] = attempts
+    for name, attempts in state.attempts.describe().items():
+        described.setdefault(name, {"requests": 0, "wires": []})["attempts"] = attempts
     return web.json_response({"conversations": described})
 
 

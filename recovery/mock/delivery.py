@@ -54,7 +54,8 @@ async def whole_send(
                 return error_response(error)
             case Drop():
                 entry.update(status=200, dropped=True)
-                request.transport.abort()
+                if request.transport is not None:  # None once the client has gone
+                    request.transport.abort()
                 return web.Response(status=200)
             case Malformed():
                 entry.update(status=200, completed=True)
@@ -86,7 +87,8 @@ async def stream_send(
             await _write(request, response, pending)
             if isinstance(item, Drop):
                 entry["dropped"] = True
-                request.transport.abort()
+                if request.transport is not None:  # None once the client has gone
+                    request.transport.abort()
                 return response
             await _sleep(request, item.ms)
         await _write(request, response, pending)

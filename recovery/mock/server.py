@@ -169,8 +169,8 @@ async def _serve(
             wire=wire.name,
             history=history,
         )
-    except BadConversationId as error:
-        return _refuse(entry, wire, Failure.BAD_REQUEST, str(error))
+    except BadConversationId as bad:
+        return _refuse(entry, wire, Failure.BAD_REQUEST, str(bad))
     model = model if model is not None else str(body["model"])
     stream = stream if stream is not None else bool(body.get("stream"))
     entry.update(
@@ -193,8 +193,8 @@ async def _serve(
         return error_response(error)
     try:
         selection = _selection(request, wire, model, history, conversation)
-    except UnknownScenario as error:
-        return _refuse(entry, wire, Failure.BAD_REQUEST, str(error))
+    except UnknownScenario as unknown:
+        return _refuse(entry, wire, Failure.BAD_REQUEST, str(unknown))
     plan = _plan(
         request.app[STATE_KEY], selection, conversation, history, model, entry, credential
     )

@@ -167,7 +167,9 @@ class MockProvider:
         response.raise_for_status()
         return response.json()
 
-    def wait_for(self, predicate, *, timeout_s: float = 2.0) -> list[dict]:
+    def wait_for(
+        self, predicate: Callable[[list[dict]], bool], *, timeout_s: float = 2.0
+    ) -> list[dict]:
         """Poll the request log until ``predicate(requests)`` holds (the server works async)."""
         deadline = time.monotonic() + timeout_s
         while True:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -20,7 +20,11 @@ from recovery.providers.openai_compat import OpenAICompatAdapter
 
 __all__ = ["StreamTimeouts", "TargetConfig", "leased_adapter"]
 
-_ADAPTERS = {"anthropic": AnthropicAdapter, "mock": AnthropicAdapter, "openai": OpenAICompatAdapter}
+_ADAPTERS: dict[str, Callable[..., ProviderAdapter]] = {
+    "anthropic": AnthropicAdapter,
+    "mock": AnthropicAdapter,
+    "openai": OpenAICompatAdapter,
+}
 # Targets with their own client kept at once. A Mock target has a base URL per session, so a
 # busy box cycles through many more than this; evicted clients are closed once idle.
 CACHE_LIMIT = 256

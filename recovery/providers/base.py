@@ -76,3 +76,7 @@ class ProviderAdapter(Protocol):
     def open(self, call: ModelCall, *, on_bytes: ByteObserver, clock: Clock) -> AdapterStream:
         """Send the request; return once response headers arrived. Raises ProviderFailure."""
         ...
+
+    def close(self) -> None:
+        """Close the client's pooled connections (the adapter cache evicts idle adapters)."""
+        ...

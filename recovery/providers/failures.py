@@ -243,7 +243,8 @@ def _upstream_code(metadata: Any) -> str | None:
         return None
     inner = _loads(metadata["raw"])
     if isinstance(inner, dict):
-        nested = inner.get("error") if isinstance(inner.get("error"), dict) else inner
+        found = inner.get("error")
+        nested = found if isinstance(found, dict) else inner
         value = nested.get("type") or nested.get("code")
         return value if isinstance(value, str) and value != "error" else None
     return None

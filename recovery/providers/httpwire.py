@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx2
 
+from recovery.clock import Clock
 from recovery.providers.base import ByteObserver, WireItem
 from recovery.providers.failures import (
     connection_failure,
@@ -22,6 +23,10 @@ from recovery.providers.failures import (
 )
 from recovery.providers.sse import ServerSentEvent, SSEDecodeError, SSEDecoder
 from recovery.taxonomy import Kind, Phase, ProviderFailure, Source
+
+if TYPE_CHECKING:  # the two SDKs' status errors, for their shared .status_code and .response
+    import anthropic
+    import openai
 
 
 class EventDecoder(Protocol):
@@ -92,7 +97,7 @@ class SSEResponseStream:
 class SdkErrors:
     """The exception classes one official SDK raises before a response starts streaming."""
 
-    status: type[Exception]  # has .status_code and .response
+    status: type[anthropic.APIStatusError | openai.APIStatusError]
     timeout: type[Exception]
     connection: type[Exception]
 
@@ -105,7 +110,7 @@ def sse_open(
     on_bytes: ByteObserver,
     provider_id: str,
     model: str,
-    clock,
+    clock: Clock,
 ) -> SSEResponseStream:
     """Send the request through the SDK (``create`` returns its raw Stream) and hand back our
     own SSE reader over its response, decoding every pre-stream failure into evidence."""
@@ -145,7 +150,7 @@ _BODY_LIMIT_BYTES = 256 * 1024  # an error body is small; a huge one is cut, nev
 
 
 def json_body_failure(
-    *, response: httpx2.Response, provider_id: str, model: str, clock
+    *, response: httpx2.Response, provider_id: str, model: str, clock: Clock
 ) -> ProviderFailure:
     """A 200 that is not an event stream: a gateway answering an error as plain JSON, or a body
     we cannot stream at all. An error body (``{"error": ...}`` in any shape, or Anthropic's

@@ -168,7 +168,7 @@ class OpenAIDecoder:
             slot["arguments"].append(str(function["arguments"]))
 
     def _complete_tool_calls(self) -> list[WireItem]:
-        calls = []
+        calls: list[WireItem] = []
         for index in sorted(self._tools):
             slot = self._tools[index]
             arguments = json.loads("".join(slot["arguments"]) or "{}")

@@ -85,7 +85,7 @@ class _TrackedStream(httpcore2.NetworkStream):
 
     def start_tls(
         self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
-    ):
+    ) -> _TrackedStream:
         return _TrackedStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
 
     def get_extra_info(self, info: str) -> Any:

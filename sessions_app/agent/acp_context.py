@@ -32,7 +32,7 @@ CONTEXT_HEADER = (
     "The person's new prompt is the next block."
 )
 OLDER_LEFT_OUT = "(Older turns were left out to keep this short.)"
-_SPEAKERS = {Message.Role.USER: "User", Message.Role.ASSISTANT: "Assistant"}
+_SPEAKERS: dict[str, str] = {Message.Role.USER: "User", Message.Role.ASSISTANT: "Assistant"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -232,7 +232,7 @@ def _mock(request: LaunchRequest) -> AgentLaunch:
     env.setdefault(MOCK_STATE_ENV, str(request.home / ".mock-agent-state.json"))
     named = (Path(env[name]) for name in (MOCK_STATE_ENV, MOCK_RECORD_ENV) if env.get(name))
     counters = tuple(path for path in named if not path.is_relative_to(request.home))
-    command = (sys.executable, "-m", "recovery.mock.acp_agent")
+    command: tuple[str, ...] = (sys.executable, "-m", "recovery.mock.acp_agent")
     if request.model:
         command += ("--model", request.model)
     if request.conversation:

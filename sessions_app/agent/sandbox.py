@@ -157,8 +157,8 @@ def _system_binds() -> list[str]:
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
     args += ["--dir", "/etc"]
-    for path in _ETC_READ_ONLY:
-        args += ["--ro-bind-try", path, path]
+    for etc_file in _ETC_READ_ONLY:
+        args += ["--ro-bind-try", etc_file, etc_file]
     return args
 
 

@@ -19,6 +19,7 @@ Decisions:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from recovery.model_call import (
     ConversationTurn,
@@ -37,7 +38,7 @@ SYSTEM_PROMPT = (
 SEALED_RESULT = "This tool call was interrupted before it ran; it was not executed."
 
 
-def _parts_of(messages: list[Message]) -> Iterable[tuple[str, Part]]:
+def _parts_of(messages: list[Message]) -> Iterable[tuple[Literal["user", "assistant"], Part]]:
     answered = {
         m.metadata.get("tool_call_id") for m in messages if m.role == Message.Role.TOOL_RESULT
     }

@@ -6,8 +6,11 @@ durations read as people say them; retired notices stay listed with when, why an
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.formats import date_format
 
@@ -48,18 +51,18 @@ def _between(start: datetime | None, end: datetime | None) -> str:
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     @admin.display(description="session", ordering="session__title")
-    def session_title(self, row) -> str:
+    def session_title(self, row: Any) -> str:
         # A plain column, not the foreign key itself: the admin never wraps a foreign key's
         # cell, and one long title pushed the list past 1280 px.
         return row.session.title
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -67,10 +70,12 @@ class NoticeStateFilter(admin.SimpleListFilter):
     title = "state"
     parameter_name = "state"
 
-    def lookups(self, request, model_admin):
+    def lookups(
+        self, request: HttpRequest, model_admin: admin.ModelAdmin
+    ) -> tuple[tuple[str, str], ...]:
         return (("live", "Live (shown to viewers)"), ("retired", "Retired"))
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         if self.value() == "live":
             return queryset.filter(retired_at__isnull=True)
         if self.value() == "retired":

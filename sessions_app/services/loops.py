@@ -73,6 +73,7 @@ def loop_schedule(
     when the generation starts waiting; ``reason`` replaces the code's own reason on it (a
     target's trouble shared by everyone)."""
     next_target = decision.target or previous_target
+    assert decision.retry_at is not None  # only a manual decision has no time, and it is not one
     loop.state = State.WAITING
     # The claim's sequence number only grows, even when a later model call of the turn starts its
     # own ladder at "attempt 1" again: a stale task of an earlier call can never claim this one.

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from recovery import wording
@@ -74,7 +74,7 @@ def prompt_text_clean(text: str) -> str:
     return redact_credentials(text.strip())
 
 
-def turn_admit(*, user: AbstractBaseUser) -> None:
+def turn_admit(*, user: User) -> None:
     """A turn the person starts must pass their caps (services/caps.py). Taken after the session's
     row lock: the person's lock, held until commit, then the checks (CapReached)."""
     user_lock(user_id=user.pk)
@@ -84,7 +84,7 @@ def turn_admit(*, user: AbstractBaseUser) -> None:
 def _turn_open(
     *,
     session: Session,
-    user: AbstractBaseUser,
+    user: User,
     mode: str,
     prepare: Callable[[Session], _Prompt | None],
     before_refusal: Callable[[Session], object] | None = None,
@@ -137,7 +137,7 @@ def _refuse_while_active(*, session: Session, retry_waiting: bool) -> None:
         raise GenerationActive(session.pk)
 
 
-def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> PromptGeneration:
+def prompt_submit(*, session: Session, user: User, text: str) -> PromptGeneration:
     """Write the user's message and a new queued generation, then enqueue the run on commit.
 
     Raises InvalidInput for an empty or oversized prompt, GenerationActive while another
@@ -150,7 +150,7 @@ def prompt_submit(*, session: Session, user: AbstractBaseUser, text: str) -> Pro
     return _turn_open(session=session, user=user, mode=Mode.PROMPT, prepare=lambda _: prompt)
 
 
-def answer_regenerate(*, session: Session, user: AbstractBaseUser) -> PromptGeneration:
+def answer_regenerate(*, session: Session, user: User) -> PromptGeneration:
     """Answer the last prompt again in a new generation. The earlier answer (every row after the
     prompt) is kept, labelled "replaced by Regenerate" and never sent to the agent again, so the
     new answer is the only one shown open. Refused like a prompt while one is active."""
@@ -162,7 +162,7 @@ def answer_regenerate(*, session: Session, user: AbstractBaseUser) -> PromptGene
     return _turn_open(session=session, user=user, mode=Mode.REGENERATE, prepare=prepare)
 
 
-def prompt_edit(*, session: Session, user: AbstractBaseUser, text: str) -> PromptGeneration:
+def prompt_edit(*, session: Session, user: User, text: str) -> PromptGeneration:
     """Send an edited version of the last prompt. The earlier prompt and its answer are kept,
     labelled "replaced by your edit" and never sent to the agent again; the edited prompt is a
     new message answered by a new generation. Refused like a prompt while one is active."""
@@ -178,7 +178,7 @@ def prompt_edit(*, session: Session, user: AbstractBaseUser, text: str) -> Promp
     return _turn_open(session=session, user=user, mode=Mode.EDIT, prepare=prepare)
 
 
-def session_recover(*, session: Session, user: AbstractBaseUser, action: str) -> PromptGeneration:
+def session_recover(*, session: Session, user: User, action: str) -> PromptGeneration:
     """Resume (re-run the failed turn on the committed history) or start fresh (re-send the last
     prompt in a new context). Partial output stays visible, marked incomplete, and is never fed
     back as if it were complete: the transcript builder leaves incomplete rows out. Either starts
@@ -250,7 +250,7 @@ def _partials_supersede(*, session: Session, after: Message) -> None:
     )
 
 
-def session_stop(*, session: Session, user: AbstractBaseUser) -> PromptGeneration | None:
+def session_stop(*, session: Session, user: User) -> PromptGeneration | None:
     """Ask the active generation to stop. Returns it, or None when nothing was running (pressing
     Stop twice is harmless). A queued generation no worker has claimed is stopped here; a running
     one is flagged and its worker ends it within about a flush interval, keeping partial text.
@@ -278,7 +278,7 @@ def session_stop(*, session: Session, user: AbstractBaseUser) -> PromptGeneratio
     return generation
 
 
-def retry_cancel(*, session_id: int, user: AbstractBaseUser) -> list[str]:
+def retry_cancel(*, session_id: int, user: User) -> list[str]:
     """Cancel the session's retry loop and retire its notices (even when the loop already ended):
     the same action as Stop while a retry waits (``retry_loops_cancel``).
 

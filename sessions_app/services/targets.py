@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from sessions_app.errors import InvalidInput, SessionNotFound, StateConflict, UnknownReference
@@ -133,9 +133,7 @@ def name_check(field: str, value: str) -> str:
     return value.strip()
 
 
-def session_target_set(
-    *, session: Session, user: AbstractBaseUser, target: ProviderTarget
-) -> Session:
+def session_target_set(*, session: Session, user: User, target: ProviderTarget) -> Session:
     """Switch the session to another target. A retry waiting on the old target is disarmed."""
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
@@ -151,9 +149,7 @@ def session_target_set(
     return locked
 
 
-def session_target_switch(
-    *, session: Session, user: AbstractBaseUser, target_id: object
-) -> Session:
+def session_target_switch(*, session: Session, user: User, target_id: object) -> Session:
     """The failure card's "Try another target": ``target_id`` as posted, checked against the
     targets the card offers (every other target), then ``session_target_set``."""
     if not user_may_view(user=user, session=session):

@@ -6,7 +6,7 @@ is the lifecycle's (``services/lifecycle``), never written here.
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,12 +23,12 @@ def _title_clean(title: str) -> str:
         raise InvalidInput("title", "must be text")
     title = " ".join(name_check("title", title).split())
     limit = Task._meta.get_field("title").max_length
-    if len(title) > limit:
+    if limit is not None and len(title) > limit:
         raise InvalidInput("title", f"must be at most {limit} characters")
     return title
 
 
-def task_create(*, owner: AbstractBaseUser, title: str) -> Task:
+def task_create(*, owner: User, title: str) -> Task:
     task = Task.objects.create(owner=owner, title=_title_clean(title))
     _board_changed(owner_id=task.owner_id)
     return task
@@ -63,7 +63,7 @@ def task_unarchive(*, task: Task) -> Task:
 
 
 def session_create(
-    *, owner: AbstractBaseUser, target: ProviderTarget, title: str, task: Task | None = None
+    *, owner: User, target: ProviderTarget, title: str, task: Task | None = None
 ) -> Session:
     """Open a session on ``target``: under ``task`` (one of the owner's), or, without one, under a
     new task named after the session. An archived task comes back to the board with it.

@@ -3,6 +3,8 @@ a worker) and the countdown of a session waiting to retry, rendered like the ban
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django import template
 
 from sessions_app.models import PromptGeneration, Session
@@ -20,12 +22,12 @@ def board_state(session: Session) -> str:
 def board_state_label(state: str) -> str:
     for choices in (Session.State, PromptGeneration.State):
         try:
-            return choices(state).label
+            return str(choices(state).label)
         except ValueError:
             continue
     return state
 
 
 @register.filter
-def epoch_ms(moment) -> int:
+def epoch_ms(moment: datetime | None) -> int:
     return int(moment.timestamp() * 1000) if moment is not None else 0

@@ -16,7 +16,7 @@ from sessions_app.models import Message, Session
 
 register = template.Library()
 
-_ROLE_LABELS = {
+_ROLE_LABELS: dict[str, str] = {
     Message.Role.USER: "User",
     Message.Role.ASSISTANT: "Agent",
     Message.Role.THINKING: "Thinking",
@@ -35,7 +35,8 @@ def role_label(message: dict[str, Any]) -> str:
         author = (message.get("metadata") or {}).get("author")
         if author:
             return str(author)
-    return _ROLE_LABELS.get(message.get("role"), str(message.get("role", "")))
+    role = str(message.get("role", ""))
+    return _ROLE_LABELS.get(role, role)
 
 
 @register.filter

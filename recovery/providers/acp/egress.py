@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -45,7 +45,9 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
                 writer.write_eof()
 
 
-async def _join(route: EgressRoute, inner_reader, inner_writer) -> None:
+async def _join(
+    route: EgressRoute, inner_reader: asyncio.StreamReader, inner_writer: asyncio.StreamWriter
+) -> None:
     try:
         outer_reader, outer_writer = await asyncio.wait_for(
             asyncio.open_connection(route.host, route.port), _CONNECT_TIMEOUT_S
@@ -70,8 +72,10 @@ async def egress_bridges(routes: Sequence[EgressRoute]) -> AsyncIterator[None]:
     servers: list[asyncio.AbstractServer] = []
     joins: set[asyncio.Task] = set()
 
-    def accept(route: EgressRoute):
-        def handle(reader, writer) -> None:
+    def accept(
+        route: EgressRoute,
+    ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], None]:
+        def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             task = asyncio.ensure_future(_join(route, reader, writer))
             joins.add(task)
             task.add_done_callback(joins.discard)
@@ -86,8 +90,8 @@ async def egress_bridges(routes: Sequence[EgressRoute]) -> AsyncIterator[None]:
             servers.append(server)
         yield
     finally:
-        for server in servers:
-            server.close()
+        for listening in servers:
+            listening.close()
         for task in list(joins):
             task.cancel()
         for task in list(joins):

@@ -32,7 +32,7 @@ class OutputRedactor:
                 out.extend(self._flush_except(channel))
                 released = self._channels[channel].feed(event.text)
                 if released:
-                    out.append(channel(text=released))
+                    out.append(type(event)(text=released))
                 continue
             out.extend(self.flush())
             out.append(event)

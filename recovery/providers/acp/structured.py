@@ -128,7 +128,8 @@ def gemini_failure(*, code: Any, message: str) -> StructuredFailure | None:
         google_status = error.get("status")
         if not (isinstance(google_status, str) and _GOOGLE_STATUS.fullmatch(google_status)):
             google_status = None
-        message = error.get("message") if isinstance(error.get("message"), str) else ""
+        found = error.get("message")
+        message = found if isinstance(found, str) else ""
         excerpt: dict[str, Any] = {
             "error": {"code": status, "message": message, "status": google_status}
         }

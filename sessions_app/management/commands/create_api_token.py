@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from sessions_app.api_auth import api_token_create
@@ -16,7 +17,7 @@ from sessions_app.errors import InvalidInput
 class Command(BaseCommand):
     help = "Create a bearer token for the JSON API and print it (it is shown only this once)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", required=True)
         parser.add_argument("--label", default="", help="a note to tell tokens apart, e.g. ci")
         parser.add_argument(
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args, username: str, label: str, expires_in_days: int | None, **options
+        self, *args: Any, username: str, label: str, expires_in_days: int | None, **options: Any
     ) -> None:
         user_model = get_user_model()
         try:

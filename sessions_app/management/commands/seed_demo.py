@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from sessions_app.agent.registry import CLAUDE_MODEL, CODEX_MODEL, GEMINI_MODEL
@@ -90,7 +91,11 @@ def demo_seed(*, password: str, mock_url: str) -> DemoSeed:
 
 def _agent_target_seed(seed: AgentSeed, *, mock_url: str) -> ProviderTarget:
     base_url = "" if seed.url_suffix is None else f"{mock_url.rstrip('/')}{seed.url_suffix}"
-    fields = {"agent_kind": seed.agent_kind, "base_url": base_url, "model": seed.model}
+    fields: dict[str, Any] = {
+        "agent_kind": seed.agent_kind,
+        "base_url": base_url,
+        "model": seed.model,
+    }
     target = ProviderTarget.objects.filter(name=seed.name).first()
     if target is None:
         return target_create(name=seed.name, kind=ProviderTarget.Kind.ACP, **fields)
@@ -113,7 +118,7 @@ class Command(BaseCommand):
         "pointing at the mock provider) and a demo session."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--password", default=None, help="the demo user's password")
         parser.add_argument(
             "--admin-password",
@@ -123,8 +128,12 @@ class Command(BaseCommand):
         )
 
     def handle(
-        self, *args, password: str | None = None, admin_password: str | None = None, **options
-    ):
+        self,
+        *args: Any,
+        password: str | None = None,
+        admin_password: str | None = None,
+        **options: Any,
+    ) -> None:
         password = password or settings.KANDEV_DEMO_PASSWORD or secrets.token_urlsafe(9)
         try:
             seed = demo_seed(password=password, mock_url=settings.KANDEV_MOCK_PROVIDER_URL)

@@ -12,7 +12,9 @@ KANDEV_PROVIDER_HOSTS; anything else is refused with the reason, and nothing is 
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from sessions_app.errors import InvalidInput
 from sessions_app.models import ProviderTarget
@@ -22,7 +24,7 @@ from sessions_app.services import target_create, target_update
 class Command(BaseCommand):
     help = "Create a provider target, or change one with --update. Staff only: it runs on the server."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
         parser.add_argument("--kind", choices=ProviderTarget.Kind.values)
         parser.add_argument("--model")
@@ -41,7 +43,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--update", action="store_true", help="change an existing target")
 
-    def handle(self, *args, name: str, update: bool, fallback: list[str], **options) -> None:
+    def handle(
+        self, *args: Any, name: str, update: bool, fallback: list[str], **options: Any
+    ) -> None:
         fields = {
             "kind": options["kind"],
             "model": options["model"],

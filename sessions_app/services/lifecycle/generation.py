@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -126,6 +126,7 @@ def _session_follow(move: Move) -> None:
             explanation=generation.error_message,
         )
     elif to == SessionState.QUEUED:
+        assert generation.queue_ahead is not None  # _line_place, the hook before, set it
         queue = queue_dict(generation, generation.queue_ahead)
         _session_move(session=session, source=source, to=to, queue=queue)
     else:
@@ -196,20 +197,20 @@ def _move(
         if to not in TRANSITIONS.get(source, frozenset()):
             raise ForbiddenTransition("a generation", source, to)
     with transaction.atomic():
-        source = (
+        current = (
             PromptGeneration.objects.select_for_update()
             .filter(pk=generation.pk, state__in=sources)
             .values_list("state", flat=True)
             .first()
         )
-        if source is None:
+        if current is None:
             return False
         PromptGeneration.objects.filter(pk=generation.pk).update(state=to, **fields)
         generation.state = to
         for name, value in fields.items():
             setattr(generation, name, value)
         _generation_event(generation)
-        _hooks_run(Move(generation, source, to, loop=loop, banner=banner, loop_end=loop_end))
+        _hooks_run(Move(generation, current, to, loop=loop, banner=banner, loop_end=loop_end))
     return True
 
 
@@ -220,7 +221,7 @@ def _hooks_run(move: Move) -> None:
 
 
 def generation_create(
-    *, session: Session, mode: str, requested_by: AbstractBaseUser | None
+    *, session: Session, mode: str, requested_by: User | None
 ) -> PromptGeneration:
     """The session's next generation, born queued. The caller holds the session's row lock,
     writes the user message it answers (if any), then calls ``generation_open``."""

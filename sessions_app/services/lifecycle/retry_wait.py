@@ -40,7 +40,7 @@ RETIRED_BY_LOOP_END: Mapping[str, str] = {
     LoopState.DISARMED: Retired.REPLACED,
 }
 LOOP_END_STATES = frozenset(RETIRED_BY_LOOP_END)
-_RETRY_OUTCOMES = {
+_RETRY_OUTCOMES: dict[str, str] = {
     LoopState.SUCCEEDED: "succeeded",
     LoopState.EXHAUSTED: "exhausted",
     LoopState.CANCELLED: "cancelled",
