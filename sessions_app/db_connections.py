@@ -9,7 +9,7 @@ Without the pool, closing would mean reconnecting for the next query, so nothing
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 
 from django.db import connection
 
@@ -24,7 +24,7 @@ def connection_release() -> None:
         connection.close()
 
 
-def released_between[Item](items: Iterable[Item]) -> Iterator[Item]:
+def released_between[Item](items: Iterable[Item]) -> Generator[Item]:
     """``items``, with this thread's connection lent back before waiting for each next one."""
     iterator = iter(items)
     try:

@@ -89,7 +89,7 @@ class DirectDriver:
                 session_id=self.session.pk, model=self.config.model, tools=tool_specs()
             )
             try:
-                tool_calls = yield from self._one_call(call)
+                tool_calls = yield from self._one_call(self.config, call)
             except ProviderFailure as failure:
                 return self._judged(failure)
             if tool_calls is None:
@@ -111,11 +111,13 @@ class DirectDriver:
             stats=CallStats.of(self.last_stream),
         )
 
-    def _one_call(self, call: ModelCall) -> Generator[Report, None, list[ToolCall] | None]:
+    def _one_call(
+        self, config: TargetConfig, call: ModelCall
+    ) -> Generator[Report, None, list[ToolCall] | None]:
         """Relay one model call's stream. Returns its complete tool calls, or None if stopped."""
         # Kept for the attempt record: the guarded stream knows ttft, bytes and usage.
         self.last_stream = self.open_stream(
-            self.config,
+            config,
             call,
             cancel=self.cancel,
             clock=self.clock,
