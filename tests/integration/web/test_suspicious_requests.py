@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from devtools.testbed import wait_until
+from devtools.eventually import eventually
 from tests.integration.live_daphne import live_daphne
 
 pytestmark = [pytest.mark.timeout(180)]
@@ -54,7 +54,7 @@ class Daphne:
                 handle.seek(mark)
                 return handle.read().decode("utf-8", "replace")
 
-        wait_until(lambda: until in text(), timeout=30, what=f"log line {until}")
+        eventually(lambda: until in text(), timeout=30, what=f"log line {until}")
         return text()
 
 
