@@ -16,6 +16,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 
 def eventually[T](
@@ -30,18 +31,12 @@ def eventually[T](
 ) -> T:
     """The first value of ``condition()`` that ``until`` accepts (by default: the first truthy
     one) within ``timeout`` seconds."""
-    deadline = clock() + timeout
+    wait = _Wait(what=what, timeout=timeout, until=until, started=clock())
     while True:
-        try:
-            value = condition()
-        except AssertionError as error:
-            last = _assertion(error)
-        else:
-            if until(value):
-                return value
-            last = repr(value)
-        if clock() >= deadline:
-            raise AssertionError(_failure(what, timeout, last))
+        value = _called(condition)
+        if wait.accepts(value):
+            return value
+        wait.give_up_at(clock())
         sleep(interval)
 
 
@@ -56,26 +51,56 @@ async def eventually_async[T](
     """``eventually`` for a coroutine: ``condition`` may be sync or async, and the wait yields to
     the event loop between polls."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    wait = _Wait(what=what, timeout=timeout, until=until, started=loop.time())
     while True:
-        try:
-            value = condition()
-            if inspect.isawaitable(value):
-                value = await value
-        except AssertionError as error:
-            last = _assertion(error)
-        else:
-            if until(value):
-                return value
-            last = repr(value)
-        if loop.time() >= deadline:
-            raise AssertionError(_failure(what, timeout, last))
+        value = await _awaited(condition)
+        if wait.accepts(value):
+            return value
+        wait.give_up_at(loop.time())
         await asyncio.sleep(interval)
 
 
-def _assertion(error: AssertionError) -> str:
-    return f"AssertionError: {error}" if str(error) else "AssertionError"
+class _Refused:
+    """A check that raised AssertionError: the condition does not hold yet."""
+
+    def __init__(self, error: AssertionError) -> None:
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"AssertionError: {self.error}" if str(self.error) else "AssertionError"
 
 
-def _failure(what: str, timeout: float, last: str) -> str:
-    return f"{what}: not within {timeout:g} s; the last check gave {last}"
+def _called(condition: Callable[[], Any]) -> Any:
+    try:
+        return condition()
+    except AssertionError as error:
+        return _Refused(error)
+
+
+async def _awaited(condition: Callable[[], Any]) -> Any:
+    try:
+        value = condition()
+        return (await value) if inspect.isawaitable(value) else value
+    except AssertionError as error:
+        return _Refused(error)
+
+
+class _Wait:
+    def __init__(
+        self, *, what: str, timeout: float, until: Callable[[Any], object], started: float
+    ) -> None:
+        self.what, self.timeout, self.until = what, timeout, until
+        self.deadline = started + timeout
+        self.last = "nothing"
+
+    def accepts(self, value: object) -> bool:
+        if not isinstance(value, _Refused) and self.until(value):
+            return True
+        self.last = repr(value)
+        return False
+
+    def give_up_at(self, now: float) -> None:
+        if now >= self.deadline:
+            raise AssertionError(
+                f"{self.what}: not within {self.timeout:g} s; the last check gave {self.last}"
+            )

@@ -12,6 +12,8 @@ import string
 from collections.abc import Callable
 from random import Random
 
+from recovery.secret_formats import char_class
+
 Fake = Callable[[Random], tuple[str, str]]
 
 
@@ -19,18 +21,8 @@ def _alnum(rng: Random, n: int, alphabet: str = string.ascii_letters + string.di
     # A fake must look random to the value-shape check: at least one digit, lower and upper.
     while True:
         body = "".join(rng.choice(alphabet) for _ in range(n))
-        if len({_char_class(ch) for ch in body}) >= min(3, len({_char_class(a) for a in alphabet})):
+        if len({char_class(ch) for ch in body}) >= min(3, len({char_class(a) for a in alphabet})):
             return body
-
-
-def _char_class(ch: str) -> str:
-    if ch.isdigit():
-        return "digit"
-    if ch.islower():
-        return "lower"
-    if ch.isupper():
-        return "upper"
-    return "symbol"
 
 
 def _b64url(rng: Random, n: int) -> str:

@@ -31,7 +31,8 @@ NOT_BEFORE = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2}))"
 _NOT_AFTER = r"(?![A-Za-z0-9])"
 
 
-def _char_class(ch: str) -> str:
+def char_class(ch: str) -> str:
+    """digit, lower, upper or symbol: how many of these a value mixes is part of its shape."""
     if ch.isdigit():
         return "digit"
     if ch.islower():
@@ -81,7 +82,7 @@ def is_secret_value(value: str, *, quoted: bool = False) -> bool:
     if not 10 <= len(value) <= 512 or _PLACEHOLDER.fullmatch(value):
         return False  # under 10 characters: rsa:3072, utf-8-sig, ordinary settings values
     # Separators make a setting (rsa:3072, en_US.UTF-8), not randomness.
-    classes = {_char_class(ch) for ch in value if ch not in ":._-/"}
+    classes = {char_class(ch) for ch in value if ch not in ":._-/"}
     if "digit" not in classes and not (len(value) >= 20 and _entropy(value) >= 4.0):
         return False  # words, identifiers and paths (lexer.next, America/New_York) carry no digits
     if _IDENTIFIER_PATH.fullmatch(value) and not (

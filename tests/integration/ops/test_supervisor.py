@@ -205,17 +205,21 @@ def healthz_status(port: int) -> int:
         return error.code
 
 
+def healthz_reaches(port: int, status: int, *, timeout_s: float, what: str) -> None:
+    eventually(
+        lambda: healthz_status(port),
+        until=lambda seen: seen == status,
+        timeout=timeout_s,
+        interval=0.1,
+        what=what,
+    )
+
+
 @pytest.mark.chaos
 def test_a_killed_worker_comes_back_while_web_keeps_serving(supervisor_factory):
     run = supervisor_factory(KANDEV_RESTART_DELAYS="1")
     run.wait_for(BANNER)
-    eventually(
-        lambda: healthz_status(run.port),
-        until=lambda status: status == 200,
-        timeout=30,
-        interval=0.1,
-        what="a healthy app",
-    )
+    healthz_reaches(run.port, 200, timeout_s=30, what="a healthy app")
     others = {name: run.child(name).pid for name in ("mock", "beat", "web")}
     worker = run.child("worker")
     pool = worker.children()
@@ -223,21 +227,9 @@ def test_a_killed_worker_comes_back_while_web_keeps_serving(supervisor_factory):
     worker.kill()
 
     run.wait_for("worker exited with code -9; restarting it in 1 s (death 1 in a row)")
-    eventually(
-        lambda: healthz_status(run.port),
-        until=lambda status: status == 503,
-        timeout=10,
-        interval=0.1,
-        what="503 while it is down",
-    )
+    healthz_reaches(run.port, 503, timeout_s=10, what="503 while it is down")
     assert http_status(f"http://127.0.0.1:{run.port}/accounts/login/") == 200
-    eventually(
-        lambda: healthz_status(run.port),
-        until=lambda status: status == 200,
-        timeout=60,
-        interval=0.1,
-        what="healthy again",
-    )
+    healthz_reaches(run.port, 200, timeout_s=60, what="healthy again")
     restarted = run.child("worker")
     assert restarted.pid != worker.pid
     assert f"restarted worker (pid {restarted.pid})" in run.output
