@@ -41,9 +41,9 @@ from recovery.events import (
     Usage,
 )
 from recovery.providers import leased_adapter
+from recovery.providers.abortable_http import AbortScope
 from recovery.providers.base import ProviderAdapter, StreamTimeouts, TargetConfig
 from recovery.providers.failures import stamped, wire_failure
-from recovery.providers.abortable_http import AbortScope
 from recovery.taxonomy import Exposure, Kind, Phase, ProviderFailure, Source
 
 logger = logging.getLogger(__name__)
