@@ -17,9 +17,12 @@ RUN pip install --no-cache-dir uv==0.13.9
 COPY pyproject.toml uv.lock ./
 RUN uv sync --frozen --no-dev --no-install-project --compile-bytecode
 
-# Static files need no collectstatic: Daphne serves them through the ASGI static handler
-# (kandev_web/asgi.py).
 COPY . .
+# Daphne serves the collected files (hashed names, gzip copies) through WhiteNoise
+# (kandev_web/static_files.py). Settings need service URLs and a key to load; these are for this
+# step only (collectstatic connects to neither), so no key is baked into the image.
+RUN DATABASE_URL=postgresql://build@127.0.0.1/build REDIS_URL=redis://127.0.0.1:6379/0 \
+    KANDEV_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput
 
 RUN useradd --create-home --uid 1000 kandev
 USER kandev

@@ -19,6 +19,9 @@ NPM_STAMP := node_modules/.installed-$(NPM_LOCK_HASH)
 # and a test run never share a database server or a Redis.
 TEST_STATE := .kandev/test
 WITH_SERVICES := $(PY) -m devtools.devservices --state-dir $(TEST_STATE) exec --
+# Daphne serves only collected static files (staticfiles/): what starts one outside pytest (whose
+# plugin tests/support/collected_static.py collects for the tests) collects first.
+COLLECTSTATIC := $(PY) manage.py collectstatic --noinput -v 0
 # Narrow a run: make test PYTEST_ARGS="tests/integration/ops -x"
 PYTEST_ARGS ?=
 
@@ -86,6 +89,7 @@ $(STAMP): uv.lock pyproject.toml
 	@rm -f $(VENV)/.synced-*
 	@touch $@
 
+# The supervisor runs collectstatic (into staticfiles/) before Daphne starts, then migrates.
 run: install
 	$(PY) -m devtools.supervisor
 
@@ -110,7 +114,7 @@ test-slow: install
 	  else exit "$$code"; fi; }
 
 bench: install
-	$(WITH_SERVICES) $(PY) -m benchmarks $(BENCH)
+	$(WITH_SERVICES) bash -c '$(COLLECTSTATIC) && $(PY) -m benchmarks $(BENCH)'
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -121,7 +125,7 @@ highlight-css: install
 
 # The README's pictures, taken from the real page by the browser-test stack (scripts/screenshots.py).
 screenshots: install
-	$(WITH_SERVICES) $(PY) scripts/screenshots.py
+	$(WITH_SERVICES) bash -c '$(COLLECTSTATIC) && $(PY) scripts/screenshots.py'
 
 shell: install
 	$(PY) manage.py shell

@@ -114,7 +114,7 @@ class Viewer:
     async def _listen(self) -> None:
         from channels.layers import get_channel_layer
 
-        from sessions_app.events import group_name
+        from sessions_app.event_types import group_name
 
         layer = get_channel_layer()
         channel = await layer.new_channel()

@@ -199,7 +199,7 @@ async def _measure(base_url: str, mock_url: str, setup: dict) -> tuple[_Flood, l
 
 
 def run() -> list[dict]:
-    from kandev_web.settings import env_str
+    from kandev_web.env import env_str
 
     queue = f"kbench_caps_{uuid.uuid4().hex[:8]}"
     env = {

@@ -351,7 +351,7 @@ def _pooled(latency_lists: Iterable[list[float]]) -> tuple[float, float]:
 
 
 def run() -> list[dict]:
-    from kandev_web.settings import env_str  # the environment, or `make run`'s services.env
+    from kandev_web.env import env_str  # the environment, or `make run`'s services.env
 
     database_url = env_str("DATABASE_URL")
     with throwaway_database(database_url) as database_url_for_run:

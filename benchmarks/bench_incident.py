@@ -183,7 +183,7 @@ def _event_log_most_notices(conn) -> int:
 
 def _stack_env(*, database_url: str, mock_url: str, queue: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in LADDER_ENV}
-    from kandev_web.settings import env_str  # the environment, or `make run`'s services.env
+    from kandev_web.env import env_str  # the environment, or `make run`'s services.env
 
     env.update(
         DATABASE_URL=database_url,
@@ -259,7 +259,7 @@ def _measure(*, database_url: str, mock_url: str, driver: dict, samples: _Sample
 
 
 def run() -> list[dict]:
-    from kandev_web.settings import env_str
+    from kandev_web.env import env_str
 
     incident_s = float(os.environ.get("KANDEV_BENCH_INCIDENT_S") or DEFAULT_INCIDENT_S)
     queue = f"kbench_incident_{uuid.uuid4().hex[:8]}"

@@ -396,7 +396,7 @@ async def _fairness(base_url: str, tokens: dict[int, str], database_url: str, se
 
 
 def run() -> list[dict]:
-    from kandev_web.settings import env_str
+    from kandev_web.env import env_str
 
     queue = f"kbench_scale_{uuid.uuid4().hex[:8]}"
     database = f"kandev_bench_scale_{uuid.uuid4().hex[:8]}"

@@ -27,7 +27,7 @@ import urllib.request
 import uuid
 
 from devtools.testbed import manage, throwaway_database
-from recovery.health import HealthSettings
+from recovery.circuit import HealthSettings
 from recovery.mock.testing import running_mock_server
 
 SESSIONS = 50
@@ -41,7 +41,7 @@ DRIVER = r"""
 import json, os, random, time, urllib.request
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from recovery.health import HealthSettings
+from recovery.circuit import HealthSettings
 from recovery.mock.testing import SplitClock
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.ladder.models import RetryLoop, RetryNotice
@@ -149,7 +149,7 @@ LADDER_ENV = (
 
 
 def run() -> list[dict]:
-    from kandev_web.settings import env_str
+    from kandev_web.env import env_str
 
     sessions = int(os.environ.get("KANDEV_BENCH_STORM_SESSIONS") or SESSIONS)
     run_id = uuid.uuid4().hex[:8]

@@ -63,7 +63,7 @@ print(json.dumps(rounds))
 
 
 def run() -> list[dict]:
-    from kandev_web.settings import env_str
+    from kandev_web.env import env_str
 
     queue = f"kbench_stream_{uuid.uuid4().hex[:8]}"
     with (

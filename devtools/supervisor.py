@@ -1,9 +1,9 @@
 """`make run`: one foreground process that owns everything the app needs on one machine.
 
 It starts embedded PostgreSQL and Redis when DATABASE_URL / REDIS_URL are unset (publishing them
-in .kandev/services.env for other terminals), migrates, seeds the demo, then runs the app's
-processes (devtools.processes: mock provider, Celery worker, Celery beat, Daphne) with their output
-prefixed by name. Ctrl-C or SIGTERM stops them all.
+in .kandev/services.env for other terminals), collects the static files, migrates, seeds the
+demo, then runs the app's processes (devtools.processes: mock provider, Celery worker, Celery
+beat, Daphne) with their output prefixed by name. Ctrl-C or SIGTERM stops them all.
 
 A process that fails to start stops the rest and the exit is non-zero, so a broken set-up never
 looks half alive. Once the app is up, a process that dies is reported and restarted after a
@@ -100,6 +100,8 @@ def config_from_env(*, env: dict[str, str]) -> RunConfig:
 def setup_commands(*, config: RunConfig) -> list[ProcessSpec]:
     manage = (config.python, str(BASE_DIR / "manage.py"))
     return [
+        # First: Daphne serves only collected files, and pages name their hashed copies.
+        ProcessSpec("collectstatic", (*manage, "collectstatic", "--noinput")),
         ProcessSpec("migrate", (*manage, "migrate", "--noinput")),
         ProcessSpec("seed", (*manage, "seed_demo")),
     ]

@@ -23,9 +23,9 @@ broker_warm_up(celery_app)
 
 application = ProtocolTypeRouter(
     {
-        # Daphne serves /static/ itself (from the app and project static dirs, no collectstatic),
-        # so one process is the whole web tier on one machine; a CDN or proxy may take it over.
-        # A path climbing out of the static directories answers 400 (kandev_web/static_files.py).
+        # Daphne serves /static/ itself, through WhiteNoise from what collectstatic wrote (hashed
+        # names cached for good), so one process is the whole web tier on one machine; a CDN or
+        # proxy may take it over (kandev_web/static_files.py).
         "http": StaticFilesHandler(django_asgi_app),
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

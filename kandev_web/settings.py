@@ -1,152 +1,49 @@
-"""One flat settings module. Everything comes from the environment, read by tiny typed helpers
-that fail loudly on bad values.
-
-DATABASE_URL and REDIS_URL name the services. When they are unset, the values that `make run`
-wrote to .kandev/services.env for its embedded services are used, so management commands from
-another terminal reach the same services without set-up.
+"""One flat settings module. Everything comes from the environment, read by the tiny typed
+helpers of kandev_web/env.py that fail loudly (ImproperlyConfigured, naming the variable) on bad
+values; the services' URLs are read by kandev_web/service_urls.py.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlparse
 
-from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from kandev_web.logfilters import QUIET_LOGGERS
+from kandev_web.env import (
+    BASE_DIR,
+    STATE_DIR,
+    env_absolute_path,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_matching,
+    env_not_negative,
+    env_parsed,
+    env_positive,
+    env_seconds,
+    env_secret,
+    env_str,
+    env_whole,
+    lockout_parameters,
+)
+from kandev_web.logging_config import LOG_FORMATS, logging_config
+from kandev_web.provider_env import (
+    DEFAULT_PROVIDER_HOSTS,
+    DEFAULT_PROVIDER_KEY_ENVS,
+    provider_hosts,
+    provider_key_envs,
+)
 from kandev_web.secret_key import secret_key
+from kandev_web.service_urls import broker_url, database_from_url, is_rabbitmq, redis_urls
 from recovery.budget import RetrySettings
-from recovery.health import HealthSettings
-from recovery.hosts import HostAllowlist
+from recovery.circuit import HealthSettings
 from recovery.providers.base import StreamTimeouts
-
-BASE_DIR = Path(__file__).resolve().parent.parent
-STATE_DIR = Path(os.environ.get("KANDEV_STATE_DIR", BASE_DIR / ".kandev"))
-SERVICES_ENV_FILE = STATE_DIR / "services.env"
-
-
-def _services_env() -> dict[str, str]:
-    if not SERVICES_ENV_FILE.exists():
-        return {}
-    values = {}
-    for line in SERVICES_ENV_FILE.read_text().splitlines():
-        key, sep, value = line.partition("=")
-        if sep and not line.startswith("#"):
-            values[key.strip()] = value.strip()
-    return values
-
-
-_EMBEDDED = _services_env()
-
-
-def env_str(name: str, default: str | None = None) -> str:
-    value = os.environ.get(name) or _EMBEDDED.get(name) or default
-    if value is None:
-        raise ImproperlyConfigured(
-            f"{name} is not set. Run `make run` (it starts embedded services) or set {name}."
-        )
-    return value
-
-
-def env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a whole number, got {raw!r}") from None
-
-
-def env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
-
-
-def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    if raw.lower() in ("1", "true", "yes", "on"):
-        return True
-    if raw.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ImproperlyConfigured(f"{name} must be true or false, got {raw!r}")
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    return [item.strip() for item in raw.split(",") if item.strip()]
-
-
-def database_from_url(url: str) -> dict:
-    """postgresql://user:pass@host:port/name, or ?host=/socket/dir for a unix socket."""
-    parsed = urlparse(url)
-    if parsed.scheme not in ("postgres", "postgresql"):
-        raise ImproperlyConfigured(
-            f"DATABASE_URL must be a postgresql:// URL, got {parsed.scheme!r}"
-        )
-    query = parse_qs(parsed.query)
-    host = query.get("host", [parsed.hostname or ""])[0]
-    return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
-        "USER": unquote(parsed.username or ""),
-        "PASSWORD": unquote(parsed.password or ""),
-        "HOST": host,
-        "PORT": str(parsed.port or ""),
-        "CONN_MAX_AGE": 0,
-        "OPTIONS": database_pool_options(),
-        "TEST": {"NAME": env_str("KANDEV_TEST_DB_NAME", "test_kandev")},
-    }
-
-
-def database_pool_options() -> dict:
-    """Each process keeps at most KANDEV_DB_POOL_MAX connections (psycopg's pool, through
-    Django's ``pool`` option); a thread that needs one while all are lent waits up to
-    KANDEV_DB_POOL_TIMEOUT seconds. A worker runs many turns on threads, and a turn lends its
-    connection back whenever it waits for the provider (sessions_app/db.py), so a handful serve
-    hundreds of turns. KANDEV_DB_POOL_MAX=0 turns pooling off (one connection per thread)."""
-    most = env_int("KANDEV_DB_POOL_MAX", 16)
-    if most < 0:
-        raise ImproperlyConfigured(f"KANDEV_DB_POOL_MAX must not be negative, got {most}")
-    if most == 0:
-        return {}
-    timeout = env_float("KANDEV_DB_POOL_TIMEOUT", 30.0)
-    if timeout <= 0:
-        raise ImproperlyConfigured(f"KANDEV_DB_POOL_TIMEOUT must be positive, got {timeout}")
-    return {"pool": {"min_size": min(2, most), "max_size": most, "timeout": timeout}}
-
-
-def redis_urls(url: str) -> dict[str, str]:
-    """Spell one Redis location for each client: redis-py, Celery's broker, channels-redis."""
-    parsed = urlparse(url)
-    if parsed.scheme == "unix":
-        socket_path = parsed.path
-        db = parse_qs(parsed.query).get("db", ["0"])[0]
-        return {
-            "client": f"unix://{socket_path}?db={db}",
-            "celery": f"redis+socket://{socket_path}?virtual_host={db}",
-            "channels": f"unix://{socket_path}?db={db}",
-        }
-    if parsed.scheme not in ("redis", "rediss"):
-        raise ImproperlyConfigured(f"REDIS_URL must be redis://, rediss:// or unix://, got {url!r}")
-    return {"client": url, "celery": url, "channels": url}
-
 
 DEBUG = env_bool("DEBUG", False)
 # KANDEV_SECRET_KEY or SECRET_KEY; without either, one generated once and kept in STATE_DIR.
@@ -225,30 +122,15 @@ CHANNEL_LAYERS = {
     }
 }
 
-
-BROKER_SCHEMES = ("redis", "rediss", "redis+socket", "amqp", "amqps", "pyamqp")
-
-
-def broker_url(raw: str | None, *, redis_default: str) -> str:
-    """The Celery broker: Redis (the default, `make run`'s embedded one) or RabbitMQ."""
-    url = raw or redis_default
-    scheme = urlparse(url).scheme
-    if scheme not in BROKER_SCHEMES:
-        raise ImproperlyConfigured(
-            f"KANDEV_BROKER_URL must be a redis:// or amqp:// URL (RabbitMQ), got scheme {scheme!r}"
-        )
-    return url
-
-
 # KANDEV_BROKER_URL=amqp://user:pass@host:5672/vhost runs the tasks through RabbitMQ: a worker
 # that dies returns its unacknowledged messages (acks_late) the moment its connection drops,
 # where Redis hides them until the visibility timeout. Unset: Redis, as REDIS_URL names it.
 CELERY_BROKER_URL = broker_url(os.environ.get("KANDEV_BROKER_URL"), redis_default=REDIS["celery"])
-KANDEV_BROKER_IS_RABBITMQ = urlparse(CELERY_BROKER_URL).scheme in ("amqp", "amqps", "pyamqp")
+KANDEV_BROKER_IS_RABBITMQ = is_rabbitmq(CELERY_BROKER_URL)
 CELERY_RESULT_BACKEND = None
 # No results are stored, so the (disabled) backend holds nothing and is safe to share: without this
-# Celery builds one per thread, and each of the threads pool's threads paid ~9 ms of CPU (an
-# entry-points scan) at the start of its first turn.
+# Celery builds one per thread, and each of the threads pool's threads paid for an entry-points
+# scan at the start of its first turn.
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -283,17 +165,9 @@ CELERY_BEAT_SCHEDULE = {
 # A running generation whose worker wrote no heartbeat for this long is presumed lost.
 KANDEV_WORKER_SILENCE_S = env_float("KANDEV_WORKER_SILENCE_S", 60.0)
 
-
-def env_whole(name: str, default: int, *, least: int = 0) -> int:
-    value = env_int(name, default)
-    if value < least:
-        raise ImproperlyConfigured(f"{name} must be at least {least}, got {value}")
-    return value
-
-
-# Fair queues (sessions_app/services/queue.py): one person has at most this many prompts running
-# at once; the rest wait in line, held off the broker so they never stand in front of another
-# person's prompt. 0: no limit.
+# Fair queues (sessions_app/services/lifecycle/queued.py): one person has at most this many
+# prompts running at once; the rest wait in line, held off the broker so they never stand in
+# front of another person's prompt. 0: no limit.
 KANDEV_USER_MAX_RUNNING = env_whole("KANDEV_USER_MAX_RUNNING", 3)
 # ACP agents are heavy subprocesses, limited per worker box apart from the worker's threads
 # (sessions_app/agent/slots.py): at most KANDEV_ACP_MAX_AGENTS at once, and a new one starts only
@@ -301,11 +175,7 @@ KANDEV_USER_MAX_RUNNING = env_whole("KANDEV_USER_MAX_RUNNING", 3)
 # no slot stays queued ("waiting for an agent slot") and tries again after KANDEV_ACP_SLOT_WAIT_S.
 KANDEV_ACP_MAX_AGENTS = env_whole("KANDEV_ACP_MAX_AGENTS", 4, least=1)
 KANDEV_ACP_MIN_FREE_MB = env_whole("KANDEV_ACP_MIN_FREE_MB", 512)
-KANDEV_ACP_SLOT_WAIT_S = env_float("KANDEV_ACP_SLOT_WAIT_S", 2.0)
-if KANDEV_ACP_SLOT_WAIT_S <= 0:
-    raise ImproperlyConfigured(
-        f"KANDEV_ACP_SLOT_WAIT_S must be positive, got {KANDEV_ACP_SLOT_WAIT_S}"
-    )
+KANDEV_ACP_SLOT_WAIT_S = env_positive("KANDEV_ACP_SLOT_WAIT_S", 2.0)
 
 # ---- Per-person caps (sessions_app/services/caps.py) ------------------------------------------
 # What one ordinary account may start, so that one person cannot fill the box for everyone.
@@ -339,7 +209,14 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Written by `collectstatic` (`make run` and the image run it), served by Daphne through WhiteNoise
+# (kandev_web/static_files.py). Hashed names from the manifest: a changed live.js gets a new URL,
+# cached for good, while pages are never stored, so no page runs yesterday's script.
+STATIC_ROOT = Path(env_str("KANDEV_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("KANDEV_MAX_BODY_BYTES", 256 * 1024)
 KANDEV_MAX_PROMPT_CHARS = env_int("KANDEV_MAX_PROMPT_CHARS", 32_000)
@@ -351,65 +228,42 @@ KANDEV_STREAM_FLUSH_INTERVAL = env_float("KANDEV_STREAM_FLUSH_INTERVAL", 0.1)
 # this times the interval, each stream flushes less often (0: no shared budget). Each of the
 # KANDEV_WORKER_PROCESSES workers (`make run` sets it: one per core) takes an equal share, so the
 # box's Daphne renders and sends the same number of frames however many workers there are.
-KANDEV_STREAM_FLUSHES_PER_S = env_float("KANDEV_STREAM_FLUSHES_PER_S", 100.0)
-if not KANDEV_STREAM_FLUSHES_PER_S >= 0:  # also refuses nan
-    raise ImproperlyConfigured(
-        f"KANDEV_STREAM_FLUSHES_PER_S must not be negative, got {KANDEV_STREAM_FLUSHES_PER_S}"
-    )
+KANDEV_STREAM_FLUSHES_PER_S = env_not_negative("KANDEV_STREAM_FLUSHES_PER_S", 100.0)
 KANDEV_WORKER_PROCESSES = env_whole("KANDEV_WORKER_PROCESSES", 1, least=1)
 # A reconnect that missed more events than this gets a fresh snapshot instead of a replay.
 KANDEV_REPLAY_LIMIT = env_int("KANDEV_REPLAY_LIMIT", 500)
 
 # The retry ladder: one budget per prompt turn (KANDEV_RETRY_DELAYS, _MAX_ATTEMPTS, _JITTER,
-# _DEADLINE per model call, _TURN_CAP per turn). Parsed here, so a bad value stops start-up instead of the first failing prompt.
-try:
-    KANDEV_RETRY = RetrySettings.from_env(os.environ)
-except ValueError as error:
-    raise ImproperlyConfigured(str(error)) from None
+# _DEADLINE per model call, _TURN_CAP per turn). Parsed here, so a bad value stops start-up
+# instead of the first failing prompt.
+KANDEV_RETRY = env_parsed(RetrySettings.from_env)
 
 # Stream timeouts of every model call, in seconds; a target may set its own (ProviderTarget's
-# *_timeout_s fields). first chunk: until the provider's first byte (a ping counts); idle: between
-# any two reads; no progress: without new output (text, thinking, a tool call).
-TIMEOUT_LIMIT_S = 3600.0
-
-
-def env_timeout(name: str, default: float) -> float:
-    value = env_float(name, default)
-    if not math.isfinite(value) or not 0 < value <= TIMEOUT_LIMIT_S:
-        raise ImproperlyConfigured(
-            f"{name} must be seconds between 0 and {TIMEOUT_LIMIT_S:g}, got {os.environ[name]!r}"
-        )
-    return value
-
-
+# *_timeout_s fields), each at most an hour. first chunk: until the provider's first byte (a ping
+# counts); idle: between any two reads; no progress: without new output (text, thinking, a tool
+# call).
 _TIMEOUT_DEFAULTS = StreamTimeouts()
 KANDEV_STREAM_TIMEOUTS = StreamTimeouts(
-    first_chunk_s=env_timeout("KANDEV_FIRST_CHUNK_TIMEOUT", _TIMEOUT_DEFAULTS.first_chunk_s),
-    idle_s=env_timeout("KANDEV_IDLE_TIMEOUT", _TIMEOUT_DEFAULTS.idle_s),
-    no_progress_s=env_timeout("KANDEV_NO_PROGRESS_TIMEOUT", _TIMEOUT_DEFAULTS.no_progress_s),
+    first_chunk_s=env_seconds("KANDEV_FIRST_CHUNK_TIMEOUT", _TIMEOUT_DEFAULTS.first_chunk_s),
+    idle_s=env_seconds("KANDEV_IDLE_TIMEOUT", _TIMEOUT_DEFAULTS.idle_s),
+    no_progress_s=env_seconds("KANDEV_NO_PROGRESS_TIMEOUT", _TIMEOUT_DEFAULTS.no_progress_s),
 )
-# Shared provider health (recovery/health.py), kept in Redis for every worker: the circuit
+# Shared provider health (recovery/circuit.py), kept in Redis for every worker: the circuit
 # (KANDEV_CIRCUIT_ENABLED, _FAILURES, _WINDOW_S, _OPEN_S, _OPEN_MAX_S, _PROBE_TIMEOUT_S) and the
 # per-target retry budget (KANDEV_RETRY_BUDGET_RATIO, _FLOOR; KANDEV_RETRY_AFTER_CAP_S). Parsed
 # here, so a bad value stops start-up.
-try:
-    KANDEV_HEALTH = HealthSettings.from_env(os.environ)
-except ValueError as error:
-    raise ImproperlyConfigured(str(error)) from None
+KANDEV_HEALTH = env_parsed(HealthSettings.from_env)
 # The namespace of this deployment's shared keys in Redis (provider health, metrics).
-KANDEV_REDIS_PREFIX = env_str(
-    "KANDEV_REDIS_PREFIX", f"{env_str('KANDEV_CHANNEL_PREFIX', 'kandev')}"
+KANDEV_REDIS_PREFIX = env_matching(
+    "KANDEV_REDIS_PREFIX",
+    env_str("KANDEV_CHANNEL_PREFIX", "kandev"),
+    pattern=r"[A-Za-z0-9_.-]{1,64}",
+    described="1-64 letters, digits, '_', '.' or '-'",
 )
-if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", KANDEV_REDIS_PREFIX):
-    raise ImproperlyConfigured(
-        f"KANDEV_REDIS_PREFIX must be 1-64 letters, digits, '_', '.' or '-', got {KANDEV_REDIS_PREFIX!r}"
-    )
 
 # /metrics for a scraper: `Authorization: Bearer <token>` (staff sessions need none). Empty: only
 # staff sessions. A short token is refused at start-up: it would be guessable.
-KANDEV_METRICS_TOKEN = os.environ.get("KANDEV_METRICS_TOKEN", "")
-if KANDEV_METRICS_TOKEN and len(KANDEV_METRICS_TOKEN) < 24:
-    raise ImproperlyConfigured("KANDEV_METRICS_TOKEN must be at least 24 characters when set")
+KANDEV_METRICS_TOKEN = env_secret("KANDEV_METRICS_TOKEN", least_chars=24)
 
 # ACP agents: each session gets its own working directory under this root.
 KANDEV_ACP_WORKDIR = Path(
@@ -438,26 +292,18 @@ KANDEV_ACP_INHERITED_ENV = acp_inherited_env(os.environ)
 # Real agent CLIs (sessions_app/agent/registry.py): installed by `make install` into node_modules
 # from package-lock.json, run by this Node.js, with this PATH and nothing else of the worker's.
 KANDEV_AGENT_PACKAGES = Path(env_str("KANDEV_AGENT_PACKAGES", str(BASE_DIR / "node_modules")))
-KANDEV_AGENT_NODE = env_str("KANDEV_AGENT_NODE", shutil.which("node") or "/usr/bin/node")
-if not Path(KANDEV_AGENT_NODE).is_absolute():
-    raise ImproperlyConfigured(
-        f"KANDEV_AGENT_NODE must be an absolute path to node, got {KANDEV_AGENT_NODE!r}"
-    )
+KANDEV_AGENT_NODE = env_absolute_path(
+    "KANDEV_AGENT_NODE", shutil.which("node") or "/usr/bin/node", of="node"
+)
 _AGENT_PATH_DIRS = (str(Path(KANDEV_AGENT_NODE).parent), "/usr/local/bin", "/usr/bin", "/bin")
 KANDEV_AGENT_PATH = env_str("KANDEV_AGENT_PATH", os.pathsep.join(dict.fromkeys(_AGENT_PATH_DIRS)))
 # Every agent runs confined (sessions_app/agent/sandbox.py): bubblewrap from Debian, with socat
 # for its one way out to its provider. "off" runs agents with the worker's whole view of the box:
 # only for an operator who confines the worker some other way, and every launch logs a warning.
-KANDEV_AGENT_SANDBOX = env_str("KANDEV_AGENT_SANDBOX", "bwrap")
-if KANDEV_AGENT_SANDBOX not in ("bwrap", "off"):
-    raise ImproperlyConfigured(
-        f"KANDEV_AGENT_SANDBOX must be bwrap or off, got {KANDEV_AGENT_SANDBOX!r}"
-    )
-KANDEV_AGENT_BWRAP = env_str("KANDEV_AGENT_BWRAP", shutil.which("bwrap") or "/usr/bin/bwrap")
-if not Path(KANDEV_AGENT_BWRAP).is_absolute():
-    raise ImproperlyConfigured(
-        f"KANDEV_AGENT_BWRAP must be an absolute path to bwrap, got {KANDEV_AGENT_BWRAP!r}"
-    )
+KANDEV_AGENT_SANDBOX = env_choice("KANDEV_AGENT_SANDBOX", "bwrap", ("bwrap", "off"))
+KANDEV_AGENT_BWRAP = env_absolute_path(
+    "KANDEV_AGENT_BWRAP", shutil.which("bwrap") or "/usr/bin/bwrap", of="bwrap"
+)
 # Where the worker listens for a sandbox's connections to its provider (short: socket paths are
 # limited to 108 bytes).
 KANDEV_AGENT_EGRESS_DIR = Path(
@@ -465,11 +311,7 @@ KANDEV_AGENT_EGRESS_DIR = Path(
 )
 # How long an agent gets to exit after its prompt ends (stdin closed) before its whole process
 # group is killed; stop, cancel and timeouts kill at once after the cancel grace.
-KANDEV_AGENT_EXIT_GRACE_S = env_float("KANDEV_AGENT_EXIT_GRACE_S", 0.2)
-if KANDEV_AGENT_EXIT_GRACE_S < 0:
-    raise ImproperlyConfigured(
-        f"KANDEV_AGENT_EXIT_GRACE_S must not be negative, got {KANDEV_AGENT_EXIT_GRACE_S}"
-    )
+KANDEV_AGENT_EXIT_GRACE_S = env_not_negative("KANDEV_AGENT_EXIT_GRACE_S", 0.2)
 # `seed_demo` uses it for the demo account when set (else --password, else a generated one).
 KANDEV_DEMO_PASSWORD = os.environ.get("KANDEV_DEMO_PASSWORD", "")
 # The local staff login `admin` that seed_demo makes when set (`make run` sets it).
@@ -478,81 +320,13 @@ KANDEV_ADMIN_PASSWORD = os.environ.get("KANDEV_ADMIN_PASSWORD", "")
 # The mock provider server that `make run` starts and the demo target points at.
 KANDEV_MOCK_PROVIDER_URL = env_str("KANDEV_MOCK_PROVIDER_URL", "http://127.0.0.1:8765")
 
-# ---- Provider targets: what an operator's target may name -----------------------------------
+# ---- Provider targets: what an operator's target may name (kandev_web/provider_env.py) -------
 # Checked when a target is saved (admin, `manage.py target_add`) and again each time a worker
 # uses one, so a row edited in the database directly is refused too.
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-# The app's own secrets: never a provider key, whatever an operator lists.
-_NEVER_A_PROVIDER_KEY = frozenset({"SECRET_KEY", "DATABASE_URL", "REDIS_URL"})
-DEFAULT_PROVIDER_KEY_ENVS = [
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "GEMINI_API_KEY",
-    "GROQ_API_KEY",
-    "MISTRAL_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "TOGETHER_API_KEY",
-    "FIREWORKS_API_KEY",
-    "XAI_API_KEY",
-]
-# Public providers, plus loopback for `make run`'s mock provider and the tests. A shared
-# deployment lists only what it calls (docker-compose.yml shows one).
-DEFAULT_PROVIDER_HOSTS = [
-    "api.anthropic.com",
-    "api.openai.com",
-    "generativelanguage.googleapis.com",  # Gemini CLI's default
-    "localhost",
-    "127.0.0.1",
-    "[::1]",
-]
-
-
-def provider_key_envs(name: str, default: list[str]) -> frozenset[str]:
-    """The environment variables a target may name as its key (comma-separated names)."""
-    names = env_list(name, default)
-    for key_name in names:
-        if not _ENV_NAME.match(key_name):
-            raise ImproperlyConfigured(f"{name} lists {key_name!r}, which is not a variable name")
-        if key_name in _NEVER_A_PROVIDER_KEY or key_name.startswith("KANDEV_"):
-            raise ImproperlyConfigured(
-                f"{name} lists {key_name}, one of this app's own settings; it can never be a "
-                "provider key"
-            )
-    return frozenset(names)
-
-
-def provider_hosts(name: str, default: list[str]) -> HostAllowlist:
-    """The hosts a target's base URL may name: comma-separated `host` or `host:port`."""
-    try:
-        return HostAllowlist.parse(env_list(name, default))
-    except ValueError as error:
-        raise ImproperlyConfigured(f"{name}: {error}") from None
-
-
 KANDEV_PROVIDER_KEY_ENVS = provider_key_envs("KANDEV_PROVIDER_KEY_ENVS", DEFAULT_PROVIDER_KEY_ENVS)
 KANDEV_PROVIDER_HOSTS = provider_hosts("KANDEV_PROVIDER_HOSTS", DEFAULT_PROVIDER_HOSTS)
-# --- Hardened edges (issue 9): login throttling, cookies, TLS, websocket limits --------------------
 
-
-def _lockout_parameters(raw: str) -> list[str | list[str]]:
-    """KANDEV_LOGIN_LOCKOUT_BY: comma-separated alternatives, each one field or fields joined by
-    '+', e.g. "username+ip_address" (one counter per username from one address)."""
-    known = {"username", "ip_address", "user_agent"}
-    parameters: list[str | list[str]] = []
-    for alternative in (item.strip() for item in raw.split(",") if item.strip()):
-        fields = [field.strip() for field in alternative.split("+")]
-        if not set(fields) <= known:
-            raise ImproperlyConfigured(
-                f"KANDEV_LOGIN_LOCKOUT_BY names {alternative!r}; use {', '.join(sorted(known))}"
-                " joined by '+', alternatives separated by ','"
-            )
-        parameters.append(fields[0] if len(fields) == 1 else fields)
-    if not parameters:
-        raise ImproperlyConfigured("KANDEV_LOGIN_LOCKOUT_BY must name at least one field")
-    return parameters
-
-
+# ---- Hardened edges: login throttling, cookies, TLS, websocket limits -------------------------
 # django-axes counts failed logins on both logins (the app's and the admin's): they all go through
 # django.contrib.auth.authenticate, which the Axes backend guards. Attempts live in the database,
 # so every Daphne process sees the same count. Staff unlock an account in the admin (Axes section).
@@ -560,17 +334,13 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = env_int("KANDEV_LOGIN_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = dt.timedelta(seconds=env_int("KANDEV_LOGIN_COOLOFF_S", 15 * 60))
+AXES_FAILURE_LIMIT = env_whole("KANDEV_LOGIN_FAILURE_LIMIT", 5, least=1)
+AXES_COOLOFF_TIME = dt.timedelta(seconds=env_whole("KANDEV_LOGIN_COOLOFF_S", 15 * 60, least=1))
 # Per username *and* address by default: a guesser is stopped without letting anyone lock the
 # real user out from elsewhere.
-AXES_LOCKOUT_PARAMETERS = _lockout_parameters(
-    env_str("KANDEV_LOGIN_LOCKOUT_BY", "username+ip_address")
-)
+AXES_LOCKOUT_PARAMETERS = lockout_parameters("KANDEV_LOGIN_LOCKOUT_BY", "username+ip_address")
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "sessions_app.views.login_locked_out"
-if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME.total_seconds() < 1:
-    raise ImproperlyConfigured("KANDEV_LOGIN_FAILURE_LIMIT and KANDEV_LOGIN_COOLOFF_S must be >= 1")
 
 # Behind TLS (KANDEV_HTTPS: served over https, directly or by a proxy that sets
 # X-Forwarded-Proto) with DEBUG off, cookies travel only over https and browsers are told to keep
@@ -591,25 +361,17 @@ SECURE_CSP = {
     "frame-ancestors": [CSP.NONE],
 }
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("KANDEV_SECURE_COOKIES", _SECURE_BY_DEFAULT)
-SECURE_HSTS_SECONDS = env_int("KANDEV_HSTS_SECONDS", 31_536_000 if _SECURE_BY_DEFAULT else 0)
+SECURE_HSTS_SECONDS = env_whole("KANDEV_HSTS_SECONDS", 31_536_000 if _SECURE_BY_DEFAULT else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("KANDEV_HSTS_INCLUDE_SUBDOMAINS", False)
 if KANDEV_HTTPS:
     # KANDEV_HTTPS promises every request arrives over https; the proxy in front says so here.
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-if SECURE_HSTS_SECONDS < 0:
-    raise ImproperlyConfigured("KANDEV_HSTS_SECONDS must be >= 0")
 
 # Snapshot/resume requests one socket may make: a burst, then this many a minute (consumers.py).
-KANDEV_WS_SYNC_BURST = env_int("KANDEV_WS_SYNC_BURST", 5)
-KANDEV_WS_SYNCS_PER_MINUTE = env_float("KANDEV_WS_SYNCS_PER_MINUTE", 12.0)
+KANDEV_WS_SYNC_BURST = env_whole("KANDEV_WS_SYNC_BURST", 5, least=1)
+KANDEV_WS_SYNCS_PER_MINUTE = env_positive("KANDEV_WS_SYNCS_PER_MINUTE", 12.0)
 # Seconds of quiet after a live event before a socket checks that no push was lost.
-KANDEV_WS_QUIET_CHECK_S = env_float("KANDEV_WS_QUIET_CHECK_S", 2.0)
-if not KANDEV_WS_QUIET_CHECK_S > 0:
-    raise ImproperlyConfigured(
-        f"KANDEV_WS_QUIET_CHECK_S must be positive, got {KANDEV_WS_QUIET_CHECK_S}"
-    )
-if KANDEV_WS_SYNC_BURST < 1 or KANDEV_WS_SYNCS_PER_MINUTE <= 0:
-    raise ImproperlyConfigured("KANDEV_WS_SYNC_BURST must be >= 1, KANDEV_WS_SYNCS_PER_MINUTE > 0")
+KANDEV_WS_QUIET_CHECK_S = env_positive("KANDEV_WS_QUIET_CHECK_S", 2.0)
 
 # ---- Live sockets follow the login; one person's are capped (sessions_app/services/sockets.py) ---
 # At most this many open sockets (session pages and boards, every Daphne process together) per
@@ -620,53 +382,14 @@ KANDEV_WS_MAX_PER_USER = env_whole("KANDEV_WS_MAX_PER_USER", 30)
 # once (signals). This is the bound for a login that ends without one (a session that expires, a
 # row deleted by raw SQL): every socket re-checks its login this often, and refreshes its entry in
 # the count. An entry not refreshed for three of these (a crashed process's) stops counting.
-KANDEV_WS_LOGIN_CHECK_S = env_float("KANDEV_WS_LOGIN_CHECK_S", 30.0)
-if not 0 < KANDEV_WS_LOGIN_CHECK_S <= TIMEOUT_LIMIT_S:
-    raise ImproperlyConfigured(
-        f"KANDEV_WS_LOGIN_CHECK_S must be seconds between 0 and {TIMEOUT_LIMIT_S:g}, "
-        f"got {KANDEV_WS_LOGIN_CHECK_S}"
-    )
+KANDEV_WS_LOGIN_CHECK_S = env_seconds("KANDEV_WS_LOGIN_CHECK_S", 30.0)
 
 # Logs: one JSON object per line with request and turn ids, redacted (recovery/logs.py), or
 # KANDEV_LOG_FORMAT=plain for a person reading a terminal.
-KANDEV_LOG_FORMAT = env_str("KANDEV_LOG_FORMAT", "json")
-if KANDEV_LOG_FORMAT not in ("json", "plain"):
-    raise ImproperlyConfigured(
-        f"KANDEV_LOG_FORMAT must be json or plain, got {KANDEV_LOG_FORMAT!r}"
-    )
+KANDEV_LOG_FORMAT = env_choice("KANDEV_LOG_FORMAT", "json", LOG_FORMATS)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "json": {"()": "recovery.logs.JsonFormatter"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": KANDEV_LOG_FORMAT,
-            "filters": ["short_security_warnings"],
-        }
-    },
-    # The ACP SDK logs on the root logger itself; see the filter's docstring for what it drops.
-    "filters": {
-        "acp_sdk_noise": {"()": "recovery.providers.acp.sdk_logs.DropUnparsedUpdates"},
-        # A suspicious request (answered 400) is one warning line, no traceback.
-        "short_security_warnings": {"()": "kandev_web.logfilters.ShortSecurityWarnings"},
-        # Idle sweeps (nothing found) log at DEBUG: see kandev_web/logfilters.py.
-        "quiet_sweeps": {
-            "()": "kandev_web.logfilters.QuietPeriodicTasks",
-            "task_names": [entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()],
-        },
-    },
-    "root": {
-        "handlers": ["console"],
-        "level": env_str("LOG_LEVEL", "INFO"),
-        "filters": ["acp_sdk_noise"],
-    },
-    "loggers": {
-        "django.channels.server": {"level": "WARNING"},
-        **{name: {"filters": ["quiet_sweeps"]} for name in QUIET_LOGGERS},
-    },
-}
+LOGGING = logging_config(
+    log_format=KANDEV_LOG_FORMAT,
+    level=env_str("LOG_LEVEL", "INFO"),
+    periodic_tasks=[entry["task"] for entry in CELERY_BEAT_SCHEDULE.values()],
+)

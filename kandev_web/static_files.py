@@ -1,10 +1,19 @@
-"""Daphne serves /static/ through Django's ASGIStaticFilesHandler, which turns only Http404 into a
-response: a path that climbs out of the static directories (``/static/../kandev_web/settings.py``,
-``/static/%2e%2e/...``, ``/static/..%252f...``, which the handler unquotes once more) raised
-SuspiciousFileOperation past Django's exception handling, and Daphne answered 500 with a
-traceback in its log for every such anonymous request. Here a SuspiciousOperation gets the answer
-Django gives one raised in a view: 400, logged on ``django.security.*`` (which settings.LOGGING
-keeps to one short warning line, kandev_web.logfilters.ShortSecurityWarnings).
+"""Daphne serves /static/ itself, before any middleware, through WhiteNoise: the files that
+`collectstatic` wrote to STATIC_ROOT, under the hashed names of the manifest storage
+(settings.STORAGES) with gzip copies. A hashed name (``js/live.e32219a24f3f.js``) is cached for a
+year as immutable, since a changed file gets a new name and every page names the current one
+through ``{% static %}``; pages themselves are never stored (security_headers.no_store_middleware),
+so after a deploy a browser loads the new script instead of running yesterday's. An unhashed name
+still answers, cached for a minute.
+
+WhiteNoise (6.x) is WSGI middleware, and its Django middleware is sync only: in Django's chain it
+would serve every file on the one sync thread, behind the views, counted against its caller's
+admission (kandev_web/admission.py), and Django would warn that a file response is a synchronous
+iterator. So Django's ASGIStaticFilesHandler does the ASGI part (the file is found off the sync
+thread and its body handed to Daphne as an async iterator), and WhiteNoiseMiddleware, called as
+ordinary Django middleware whose next step says "not a static file", picks the file and its
+headers. A path that names no collected file (``/static/../kandev_web/settings.py`` among them:
+WhiteNoise looks names up, it never joins them onto a directory) answers the site's 404.
 
 Static answers get the site's Content-Security-Policy too (they pass no middleware): an SVG opened
 on its own is a document, and every response carries the policy.
@@ -12,23 +21,41 @@ on its own is a document, and every response carries the policy.
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
+from pathlib import Path
+
 from django.conf import settings
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-from django.core.exceptions import SuspiciousOperation
-from django.core.handlers.exception import response_for_exception
-from django.http import HttpRequest, HttpResponseBase
+from django.contrib.staticfiles.storage import staticfiles_storage
+from django.core.exceptions import ImproperlyConfigured
+from django.http import Http404, HttpRequest, HttpResponseBase
 from django.utils.csp import CSP, build_policy
+from whitenoise.middleware import WhiteNoiseMiddleware
+
+
+def not_a_static_file(request: HttpRequest) -> HttpResponseBase:
+    raise Http404("No such static file")
+
+
+def manifest_path() -> Path:
+    return Path(settings.STATIC_ROOT, staticfiles_storage.manifest_name)
 
 
 class StaticFilesHandler(ASGIStaticFilesHandler):
-    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
-        try:
-            response = await super().get_response_async(request)
-        except SuspiciousOperation as refused:
-            response = await sync_to_async(response_for_exception, thread_sensitive=False)(
-                request, refused
+    def __init__(self, application) -> None:
+        super().__init__(application)
+        # With DEBUG off, pages name the manifest's hashed files: without them no page renders.
+        if not settings.DEBUG and not manifest_path().is_file():
+            raise ImproperlyConfigured(
+                f"No collected static files in {settings.STATIC_ROOT} (no {manifest_path().name})."
+                " Run `python manage.py collectstatic --noinput` (make run and the image do)."
             )
+        self.whitenoise = WhiteNoiseMiddleware(get_response=not_a_static_file)
+
+    def serve(self, request: HttpRequest) -> HttpResponseBase:
+        return self.whitenoise(request)
+
+    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
+        response = await super().get_response_async(request)
         if settings.SECURE_CSP and CSP.HEADER_ENFORCE not in response:
             response[CSP.HEADER_ENFORCE] = build_policy(settings.SECURE_CSP)
         return response

@@ -131,8 +131,8 @@ def judge(
 def judge_replay(*, evidence: Evidence, replay: ReplayFacts) -> ReplayJudgement:
     """The classification of a failed whole-prompt attempt and whether it may be sent again.
 
-    The part of ``judge`` that needs no budget: the replay fixtures and the adapter's
-    transitional ``PromptFailure.classification`` / ``.replay`` read it directly.
+    The part of ``judge`` that needs no budget: the recorded-replay fixtures judge a
+    ``PromptFailure``'s ``evidence`` and ``replay_facts`` with it directly.
     """
     classification = classify(evidence)
     disposition = replay_disposition(facts=replay, classification=classification)

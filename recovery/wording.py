@@ -277,7 +277,7 @@ def replay_refused_card(
     return with_detail(" ".join(parts), detail)
 
 
-# ---- shared provider health (recovery/health.py): the banner while a whole target is unwell -----
+# ---- shared provider health (recovery/circuit.py): the banner while a whole target is unwell -----
 
 # When the circuit of a target is open, the trouble is not this person's: the banner says so, so
 # nobody retries by hand or thinks their prompt is at fault.

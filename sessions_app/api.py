@@ -59,9 +59,7 @@ from sessions_app.errors import (
     UnknownReference,
 )
 from sessions_app.models import ProviderTarget, Session, Task
-from sessions_app.services import board as board_services
-from sessions_app.services import generations
-from sessions_app.services import recovery as recovery_services
+from sessions_app.services import prompts, targets, task_sessions
 
 api = NinjaAPI(
     title="Kandev Web API",
@@ -193,11 +191,11 @@ def tasks_update(request: HttpRequest, task_id: int, payload: TaskPatchIn) -> St
     if task is None:
         return Status(404, NOT_FOUND)
     if payload.title is not None:
-        board_services.task_rename(task=task, title=payload.title)
+        task_sessions.task_rename(task=task, title=payload.title)
     if payload.archived is True:
-        board_services.task_archive(task=task)
+        task_sessions.task_archive(task=task)
     elif payload.archived is False:
-        board_services.task_unarchive(task=task)
+        task_sessions.task_unarchive(task=task)
     return _task_out(selectors.task_for_user(user=request.auth, task_id=task_id))
 
 
@@ -259,7 +257,7 @@ def sessions_events(request: HttpRequest, session_id: int, after: int = 0) -> li
 )
 def sessions_cancel_retry(request: HttpRequest, session_id: int) -> dict:
     # Deliberately no 404: a foreign or unknown session answers exactly like one without a loop.
-    actions = recovery_services.retry_cancel(session_id=session_id, user=request.auth)
+    actions = prompts.retry_cancel(session_id=session_id, user=request.auth)
     return {"recovery_actions": actions}
 
 
@@ -269,7 +267,7 @@ def sessions_cancel_retry(request: HttpRequest, session_id: int) -> dict:
 )
 def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) -> Status:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
-    generation = recovery_services.session_recover(
+    generation = prompts.session_recover(
         session=session, user=request.auth, action=payload.action
     )
     return Status(202, {"generation": generation.number})
@@ -282,7 +280,7 @@ def sessions_recover(request: HttpRequest, session_id: int, payload: RecoverIn) 
 def sessions_regenerate(request: HttpRequest, session_id: int) -> Status:
     """Answer the last prompt again; the earlier answer is kept, labelled replaced."""
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
-    generation = generations.answer_regenerate(session=session, user=request.auth)
+    generation = prompts.answer_regenerate(session=session, user=request.auth)
     return Status(202, {"generation": generation.number})
 
 
@@ -294,7 +292,7 @@ def sessions_edit(request: HttpRequest, session_id: int, payload: PromptIn) -> S
     """Send an edited version of the last prompt; the earlier one and its answer are kept,
     labelled replaced."""
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
-    generation = generations.prompt_edit(session=session, user=request.auth, text=payload.text)
+    generation = prompts.prompt_edit(session=session, user=request.auth, text=payload.text)
     return Status(202, {"generation": generation.number})
 
 
@@ -307,7 +305,7 @@ def sessions_update(request: HttpRequest, session_id: int, payload: SessionPatch
     target = ProviderTarget.objects.filter(pk=payload.target).first()
     if target is None:
         raise UnknownReference("target", "no such target")
-    session = recovery_services.session_target_set(
+    session = targets.session_target_set(
         session=session, user=request.auth, target=target
     )
     return _session_out(session)

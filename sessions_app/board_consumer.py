@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from sessions_app.events import board_group_name
+from sessions_app.event_types import board_group_name
 from sessions_app.frames import board_frame, frame_parts
 from sessions_app.selectors import BOARD_SEARCH_MAX_CHARS, board_columns
 from sessions_app.socket_login import LoginBoundSocket

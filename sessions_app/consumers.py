@@ -53,7 +53,7 @@ from django.conf import settings
 
 from sessions_app import metrics
 from sessions_app.errors import SessionNotFound
-from sessions_app.events import group_name
+from sessions_app.event_types import group_name
 from sessions_app.frames import (
     MAX_FRAME_BYTES,
     error_frame,

@@ -42,7 +42,7 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.html import format_html, format_html_join
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 
 KIND_SNAPSHOT = "snapshot"
 KIND_EVENTS = "events"

@@ -6,7 +6,7 @@ files: it reaches only the processes of one host, needs that directory wiped on 
 and would leave /metrics on a web process blind to workers elsewhere. Redis is already shared by
 every process of a deployment, so counters and histograms are Redis hashes (HINCRBYFLOAT, atomic
 across processes), and /metrics, on any web process, reads them all. A Redis error drops the
-sample (``sessions_app.shared.fail_open``): metrics never stop a turn.
+sample (``sessions_app.redis_state.fail_open``): metrics never stop a turn.
 
 Gauges that have a source of truth are read from it at scrape time instead of being counted:
 circuit state from the provider health hashes, queue depth from the broker, open notices from
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import redis
 
-from sessions_app.shared import fail_open, shared_key
+from sessions_app.redis_state import fail_open, shared_key
 
 # Seconds: a turn recovers in seconds to a couple of minutes; a queue waits milliseconds to
 # minutes; a push takes milliseconds.

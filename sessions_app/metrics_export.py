@@ -24,10 +24,10 @@ from prometheus_client.core import (
     Metric,
 )
 
-from recovery.health import CircuitState
+from recovery.circuit import CircuitState
 from sessions_app import metrics
 from sessions_app.ladder.models import RetryNotice
-from sessions_app.services.health import health_all
+from sessions_app.services.target_health import health_all
 
 logger = logging.getLogger(__name__)
 

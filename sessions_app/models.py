@@ -159,7 +159,7 @@ class PromptGeneration(models.Model):
         EDIT = "edit", "Edited prompt"
 
     class QueueReason(models.TextChoices):
-        # What a queued generation waits for (sessions_app/services/queue.py).
+        # What a queued generation waits for (sessions_app/services/lifecycle/queued.py).
         WORKER = "", "A free worker"
         USER_LIMIT = "user_limit", "The person's earlier prompts"
         AGENT_SLOT = "agent_slot", "A free agent slot on the worker box"

@@ -34,7 +34,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 
 from sessions_app import metrics
-from sessions_app.events import board_group_name, group_name
+from sessions_app.event_types import board_group_name, group_name
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,8 @@ from sessions_app.models import (
 
 
 def message_dict(message: Message) -> dict[str, Any]:
-    """The one MessageDict shape (sessions_app/events.py) used by events, snapshots and the API."""
+    """The one MessageDict shape (sessions_app/event_types.py) used by events, snapshots and the
+    API."""
     return {
         "id": message.pk,
         "role": message.role,
@@ -300,7 +301,7 @@ def _queue_group(generation: PromptGeneration) -> tuple[str, int | None]:
 
 def queue_ahead(*, generation: PromptGeneration) -> int:
     """How many queued generations wait for the same thing as this one and came first
-    (sessions_app/services/queue.py)."""
+    (sessions_app/services/lifecycle/queued.py)."""
     earlier = PromptGeneration.objects.filter(
         state=PromptGeneration.State.QUEUED, queue_reason=generation.queue_reason
     ).filter(

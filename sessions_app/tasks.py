@@ -17,8 +17,8 @@ from sessions_app import enqueue
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.push import push_drain
 from sessions_app.services import generations_reap_lost, generations_requeue_stale
-from sessions_app.services.ladder import ladder_sweep
-from sessions_app.services.queue import queue_positions_announce
+from sessions_app.services.lifecycle.queued import queue_positions_announce
+from sessions_app.services.sweeps import ladder_sweep
 
 
 @shared_task(name=enqueue.RUN_GENERATION)

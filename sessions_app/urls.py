@@ -3,6 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
 from django.urls import path
+from django.utils.functional import lazy
 from django.views.generic import RedirectView
 
 from sessions_app import views
@@ -32,8 +33,10 @@ urlpatterns = [
         views.session_switch_target,
         name="session_switch_target",
     ),
-    # Browsers ask for /favicon.ico whatever the page links; send them to the one icon.
-    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    # Browsers ask for /favicon.ico whatever the page links; send them to the one icon, under its
+    # hashed name (read from the manifest when asked, not at import), and not permanently: the
+    # next deploy's icon has another name.
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("favicon.svg"))),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

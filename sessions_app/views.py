@@ -44,9 +44,14 @@ from sessions_app.selectors import (
     tasks_for_user,
 )
 from sessions_app.services import prompt_submit, session_create, session_stop
-from sessions_app.services.board import task_archive, task_rename, task_unarchive
-from sessions_app.services.generations import answer_regenerate, prompt_edit
-from sessions_app.services.recovery import retry_cancel, session_recover, session_target_switch
+from sessions_app.services.prompts import (
+    answer_regenerate,
+    prompt_edit,
+    retry_cancel,
+    session_recover,
+)
+from sessions_app.services.targets import session_target_switch
+from sessions_app.services.task_sessions import task_archive, task_rename, task_unarchive
 
 NOT_FOUND = "No such session."
 TASK_NOT_FOUND = "No such task."

@@ -32,7 +32,7 @@ from sessions_app.models import PromptGeneration, ProviderTarget
 from sessions_app.selectors import agent_slot_waiters
 from sessions_app.services import generation_claim
 from sessions_app.services.ladder import attempt_claim
-from sessions_app.services.queue import queue_hold
+from sessions_app.services.lifecycle.queued import queue_hold
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,8 @@ def generation_run(
 ) -> PromptGeneration | None:
     """Claim and run a generation. Returns None, touching nothing else, for a duplicate delivery
     or a prompt that must wait in line (its sender's limit, or no agent slot for an ACP target,
-    or none within its sender's fair share of them; services/queue.py, agent/slots.py)."""
+    or none within its sender's fair share of them; services/lifecycle/queued.py,
+    agent/slots.py)."""
     target_kind, person = (
         PromptGeneration.objects.filter(pk=generation_id)
         .values_list("session__target__kind", "requested_by_id")

@@ -22,9 +22,9 @@ from typing import Protocol
 
 from django.conf import settings
 
+from recovery.circuit import Admission
 from recovery.clock import Clock
 from recovery.guard import CancelToken
-from recovery.health import Admission
 from recovery.judge import CallStats
 from recovery.logs import bound
 from recovery.replay import ReplayFacts
@@ -41,8 +41,8 @@ from sessions_app.agent.watch import StopWatcher
 from sessions_app.models import Message, PromptGeneration, ProviderTarget
 from sessions_app.selectors import target_fallback_names
 from sessions_app.services import generation_end
-from sessions_app.services.health import health_admit
 from sessions_app.services.ladder import attempt_committed, attempt_defer, failure_handle
+from sessions_app.services.target_health import health_admit
 
 logger = logging.getLogger(__name__)
 

@@ -9,10 +9,11 @@
 The two rates are sliding windows kept in Redis (a sorted set of start times per person), so every
 Daphne process counts the same starts; the time comes from an injected clock. A refused attempt
 is not counted, so a person who keeps pressing Send is let in as soon as the window has room. The
-queued count is read from Postgres under the person's advisory lock (services/queue.py), the lock
-their claims and releases take too, so parallel submissions cannot slip past it.
+queued count is read from Postgres under the person's advisory lock
+(services/lifecycle/queued.py), the lock their claims and releases take too, so parallel
+submissions cannot slip past it.
 
-Redis being down fails open, as all shared state does (sessions_app/shared.py): the rate caps
+Redis being down fails open, as all shared state does (sessions_app/redis_state.py): the rate caps
 then admit, and are back as soon as Redis is. The queued cap, in Postgres, still holds.
 
 A refusal raises CapReached with the cap's name, its limit, when to try again and the sentence a
@@ -30,7 +31,7 @@ from django.conf import settings
 from recovery.clock import Clock, SystemClock
 from sessions_app.errors import CapReached
 from sessions_app.models import PromptGeneration
-from sessions_app.shared import fail_open, shared_key
+from sessions_app.redis_state import fail_open, shared_key
 
 WINDOW_S = 60.0
 # When a person with KANDEV_USER_MAX_QUEUED prompts waiting may try again: their line moves when

@@ -4,8 +4,9 @@ One RetryLoop per generation owns every retry of that turn (one budget, so layer
 attempts). The failure is judged once (``recovery.judge``); a decision to retry is persisted
 (loop, notice, generation waiting) and becomes a Celery task scheduled for ``retry_at``, and the
 worker that saw the failure returns at once. Each scheduled attempt claims the loop with a
-conditional UPDATE, so a redelivered or swept task runs an attempt at most once. Stop, cancel, a
-new prompt, start fresh or a target change end the loop; every end retires the session's notices.
+conditional UPDATE, so a redelivered or swept task runs an attempt at most once. The loop's end,
+the banner and the generation's state are the lifecycle's (``services/lifecycle``): this module
+asks for them and never writes them itself.
 """
 
 from __future__ import annotations
@@ -16,37 +17,37 @@ from collections.abc import Sequence
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from recovery.budget import Budget
+from recovery.circuit import Admission, Refusal, Transition, TransitionKind
 from recovery.clock import Clock
-from recovery.health import Admission, Refusal, Transition
 from recovery.judge import CallStats, Judgement, call_record, judge
 from recovery.policy import Action, Decision, defer_decision
 from recovery.replay import ReplayFacts
 from recovery.taxonomy import CODE_POLICY, Code, Evidence
 from recovery.wording import RETRIES_SPACED_OUT, shared_trouble_reason
 from sessions_app import metrics
-from sessions_app.enqueue import attempt_enqueue
-from sessions_app.ladder.models import RetryLoop, RetryNotice
+from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import PromptGeneration
-from sessions_app.services.generations import generation_await_retry, generation_retry_claim
-from sessions_app.services.health import health_failure, health_success, held_add, held_take
+from sessions_app.services.lifecycle.generation import (
+    generation_await_retry,
+    generation_retry_claim,
+)
+from sessions_app.services.lifecycle.retry_wait import notice_retire_recovered, retry_hand_back
 from sessions_app.services.loops import (
     attempt_number_next,
     attempt_record_write,
     loop_call_succeeded,
     loop_claim,
     loop_create,
-    loop_end,
     loop_locked,
     loop_postpone,
     loop_schedule,
-    loops_overdue,
     loops_waiting_on,
     turn_budget,
 )
-from sessions_app.services.notices import notice_retrying, notices_cleanup, notices_retire
+from sessions_app.services.notices import notice_retrying
+from sessions_app.services.target_health import health_failure, health_success, held_add, held_take
 
 logger = logging.getLogger(__name__)
 
@@ -97,12 +98,12 @@ def failure_handle(
         if decision.action is Action.MANUAL:
             # Handed back. A loop exists only once something was retried; it ends here.
             if loop is not None:
-                loop_end(loop=loop, state=_manual_end_state(decision))
+                retry_hand_back(loop=loop, transient=decision.classification.is_transient)
         else:
             loop = loop or loop_create(
                 generation=generation, budget=judgement.budget, target_name=target_name
             )
-            loop_schedule(
+            banner = loop_schedule(
                 loop=loop,
                 decision=decision,
                 budget=judgement.budget,
@@ -110,7 +111,7 @@ def failure_handle(
                 model=model,
                 previous_target=target_name,
             )
-            generation_await_retry(generation=generation)
+            generation_await_retry(generation=generation, loop=loop, banner=banner)
             metrics.count(metrics.RETRIES, outcome="scheduled", target=target_name)
             if decision.action is not Action.FAILOVER:
                 # A failover calls another target: it never waits on this one's health.
@@ -184,10 +185,10 @@ def attempt_defer(
         )
         if decision.action is Action.MANUAL:
             if loop is not None:
-                loop_end(loop=loop, state=State.EXHAUSTED)
+                retry_hand_back(loop=loop, transient=True)
             return decision
         loop = loop or loop_create(generation=generation, budget=budget, target_name=target_name)
-        loop_schedule(
+        banner = loop_schedule(
             loop=loop,
             decision=decision,
             budget=budget,
@@ -196,24 +197,20 @@ def attempt_defer(
             previous_target=target_name,
             reason=reason,
         )
-        generation_await_retry(generation=generation)
+        generation_await_retry(generation=generation, loop=loop, banner=banner)
     held_add(target_name=target_name, loop_id=loop.pk)
-    metrics.count(
-        metrics.DEFERRALS, reason=str(admission.refusal or "unknown"), target=target_name
-    )
+    metrics.count(metrics.DEFERRALS, reason=str(admission.refusal or "unknown"), target=target_name)
     return decision
 
 
-def health_transition_apply(
-    *, target_name: str, transition: Transition, rng: random.Random
-) -> int:
+def health_transition_apply(*, target_name: str, transition: Transition, rng: random.Random) -> int:
     """Tell every turn waiting on the target what its health just learnt. A hold (the circuit
     opened, a probe failed, a Retry-After arrived) moves each earlier attempt to the hold's end,
     banner included; a release (the circuit closed) brings every held attempt forward to now,
     spread over a moment. Returns how many loops moved."""
     metrics.count(metrics.CIRCUIT_TRANSITIONS, kind=transition.kind, target=target_name)
     code = _code_or_overloaded(transition.code)
-    if transition.kind == "hold":
+    if transition.kind is TransitionKind.HOLD:
         loop_ids = loops_waiting_on(target_name=target_name, before=transition.until)
         reason = shared_trouble_reason(code)
         until = transition.until
@@ -223,11 +220,11 @@ def health_transition_apply(
         until = transition.until
     moved = 0
     for loop_id in loop_ids:
-        spread_s = RELEASE_SPREAD_S if transition.kind == "release" else DEFER_SPREAD_S
+        spread_s = RELEASE_SPREAD_S if transition.kind is TransitionKind.RELEASE else DEFER_SPREAD_S
         at = until + rng.uniform(0.0, spread_s)
         if loop_postpone(loop_id=loop_id, until=at, reason=reason) is not None:
             moved += 1
-            if transition.kind == "hold":
+            if transition.kind is TransitionKind.HOLD:
                 held_add(target_name=target_name, loop_id=loop_id)
     if moved:
         logger.info("target %s: %s for %s waiting turns", target_name, transition.kind, moved)
@@ -248,22 +245,7 @@ def attempt_claim(*, loop_id: int, attempt: int) -> RetryLoop | None:
 
 def attempt_committed(*, generation_id: int) -> None:
     """The retried call reached the viewer: the provider recovered, so the banner goes now."""
-    loop = RetryLoop.objects.filter(generation_id=generation_id, state=State.RUNNING).first()
-    if loop is not None:
-        notices_retire(
-            session_id=loop.session_id, reason=RetryNotice.Retired.RECOVERED, by=loop
-        )
-
-
-def ladder_sweep() -> int:
-    """Re-enqueue waiting attempts whose scheduled task was lost with its worker, and finish any
-    notice retirement that failed earlier. Safe to run anywhere, any number of times."""
-    overdue = loops_overdue(now=timezone.now())
-    for loop in overdue:
-        logger.info("re-enqueueing overdue attempt %s of loop %s", loop.attempt, loop.pk)
-        attempt_enqueue(loop_id=loop.pk, attempt=loop.attempt, eta=None)
-    notices_cleanup()
-    return len(overdue)
+    notice_retire_recovered(generation_id=generation_id)
 
 
 def _health_failed(
@@ -291,8 +273,3 @@ def _code_or_overloaded(code: str) -> Code:
         return Code(code)
     except ValueError:
         return Code.PROVIDER_OVERLOADED
-
-
-def _manual_end_state(decision: Decision) -> str:
-    # A transient failure handed back means the budget ran out; anything else simply failed.
-    return State.EXHAUSTED if decision.classification.is_transient else State.FAILED

@@ -1,8 +1,9 @@
 """Retry loops: the one retry owner of a prompt generation, held in the database.
 
-This module writes RetryLoop rows (and, through notices, the banner) and nothing else: the
-generation's own state belongs to ``sessions_app.services.generations``, and the walk from a
-failure to a scheduled attempt is ``sessions_app.services.ladder``.
+This module creates, schedules, postpones and claims RetryLoop rows and writes attempt records.
+Ending a loop, showing and retiring its banner and the generation's own state belong to the
+lifecycle (``sessions_app.services.lifecycle``); the walk from a failure to a scheduled attempt
+is ``sessions_app.services.ladder``.
 """
 
 from __future__ import annotations
@@ -17,23 +18,13 @@ from recovery.budget import Budget
 from recovery.policy import Decision
 from recovery.telemetry import AttemptRecord as CallRecord
 from recovery.telemetry import emit_attempt
-from sessions_app import metrics
 from sessions_app.enqueue import attempt_enqueue
 from sessions_app.ladder.models import AttemptRecord, RetryLoop
 from sessions_app.models import PromptGeneration
-from sessions_app.services.notices import (
-    notice_postpone,
-    notice_upsert,
-    notices_retire,
-    retire_reason_for_loop_end,
-)
+from sessions_app.services.lifecycle.retry_wait import RetryBanner
+from sessions_app.services.notices import notice_postpone
 
 State = RetryLoop.State
-_RETRY_OUTCOMES = {
-    State.SUCCEEDED: "succeeded",
-    State.EXHAUSTED: "exhausted",
-    State.CANCELLED: "cancelled",
-}
 # A scheduled attempt this much past its time is presumed lost with its worker and re-enqueued.
 SWEEP_GRACE_S = 5.0
 
@@ -43,9 +34,7 @@ def loop_locked(*, generation: PromptGeneration) -> RetryLoop | None:
     return RetryLoop.objects.select_for_update().filter(generation=generation).first()
 
 
-def turn_budget(
-    *, loop: RetryLoop | None, target_name: str, turn_started_at: float
-) -> Budget:
+def turn_budget(*, loop: RetryLoop | None, target_name: str, turn_started_at: float) -> Budget:
     """What the turn has spent: the loop's budget, or (before any retry) a fresh one in which the
     failed call was its own first attempt and the turn cap counts from when the turn started (the
     call's deadline starts when the judge records the failure)."""
@@ -57,9 +46,7 @@ def turn_budget(
     return budget.record_attempt(target=target_name)
 
 
-def loop_create(
-    *, generation: PromptGeneration, budget: Budget, target_name: str
-) -> RetryLoop:
+def loop_create(*, generation: PromptGeneration, budget: Budget, target_name: str) -> RetryLoop:
     """A retry loop for a generation's first scheduled retry (one per generation)."""
     return RetryLoop.objects.create(
         generation=generation,
@@ -80,10 +67,11 @@ def loop_schedule(
     model: str,
     previous_target: str,
     reason: str = "",
-) -> None:
-    """Persist a decision to retry: the loop waits, the banner shows (or moves on), and the
-    attempt is enqueued for ``decision.retry_at`` once this transaction commits. ``reason``
-    replaces the code's own reason on the banner (a target's trouble shared by everyone)."""
+) -> RetryBanner:
+    """Persist a decision to retry: the loop waits and the attempt is enqueued for
+    ``decision.retry_at`` once this transaction commits. Returns what the banner says, shown
+    when the generation starts waiting; ``reason`` replaces the code's own reason on it (a
+    target's trouble shared by everyone)."""
     next_target = decision.target or previous_target
     loop.state = State.WAITING
     # The claim's sequence number only grows, even when a later model call of the turn starts its
@@ -95,8 +83,9 @@ def loop_schedule(
     loop.next_attempt_at = datetime.fromtimestamp(decision.retry_at, tz=UTC)
     loop.last_code = str(decision.classification.code)
     loop.save()
-    notice_upsert(
-        loop=loop,
+    loop_id, attempt, eta = loop.pk, loop.attempt, loop.next_attempt_at
+    transaction.on_commit(lambda: attempt_enqueue(loop_id=loop_id, attempt=attempt, eta=eta))
+    return RetryBanner(
         code=str(decision.classification.code),
         reason=reason or decision.classification.reason,
         provider=provider,
@@ -106,19 +95,13 @@ def loop_schedule(
         retry_at=decision.retry_at,
         switched_target=next_target if next_target != previous_target else "",
     )
-    loop_id, attempt, eta = loop.pk, loop.attempt, loop.next_attempt_at
-    transaction.on_commit(lambda: attempt_enqueue(loop_id=loop_id, attempt=attempt, eta=eta))
 
 
 def loop_postpone(*, loop_id: int, until: float, reason: str) -> RetryLoop | None:
     """Move a waiting loop's next attempt to ``until`` (epoch seconds), banner included, and
     enqueue it for then. None when the loop no longer waits."""
     with transaction.atomic():
-        loop = (
-            RetryLoop.objects.select_for_update()
-            .filter(pk=loop_id, state=State.WAITING)
-            .first()
-        )
+        loop = RetryLoop.objects.select_for_update().filter(pk=loop_id, state=State.WAITING).first()
         if loop is None:
             return None
         loop.next_attempt_at = datetime.fromtimestamp(until, tz=UTC)
@@ -166,50 +149,6 @@ def loop_call_succeeded(*, generation: PromptGeneration) -> None:
             return
         loop.budget = Budget.from_dict(loop.budget).record_call_success().to_dict()
         loop.save(update_fields=["budget", "updated_at"])
-
-
-def loop_end(*, loop: RetryLoop, state: str) -> None:
-    now = timezone.now()
-    RetryLoop.objects.filter(pk=loop.pk).update(
-        state=state, next_attempt_at=None, ended_at=now, updated_at=now
-    )
-    loop.state = state
-    notices_retire(
-        session_id=loop.session_id, reason=retire_reason_for_loop_end(state), by=loop
-    )
-    outcome = _RETRY_OUTCOMES.get(state)
-    if outcome is not None:
-        metrics.count(metrics.RETRIES, outcome=outcome, target=loop.target_name)
-    if state == State.SUCCEEDED and loop.created_at is not None:
-        recovered_s = (now - loop.created_at).total_seconds()
-        metrics.observe(metrics.RECOVERY_SECONDS, recovered_s, target=loop.target_name)
-
-
-def loop_finish(*, generation_id: int, state: str) -> None:
-    """The generation ended (success, stop, failure): end a live loop and retire notices."""
-    with transaction.atomic():
-        loop = (
-            RetryLoop.objects.select_for_update()
-            .filter(generation_id=generation_id, state__in=RetryLoop.LIVE_STATES)
-            .first()
-        )
-        if loop is not None:
-            loop_end(loop=loop, state=state)
-
-
-def loops_disarm(*, session_id: int, state: str = State.DISARMED) -> list[RetryLoop]:
-    """End every live loop of the session (new prompt, start fresh, target change, cancel).
-    Notices are retired even when no loop was live, so a stale banner never survives."""
-    with transaction.atomic():
-        loops = list(
-            RetryLoop.objects.select_for_update().filter(
-                session_id=session_id, state__in=RetryLoop.LIVE_STATES
-            )
-        )
-        for loop in loops:
-            loop_end(loop=loop, state=state)
-        notices_retire(session_id=session_id, reason=retire_reason_for_loop_end(state))
-    return loops
 
 
 def loops_overdue(*, now: datetime, grace_s: float = SWEEP_GRACE_S) -> list[RetryLoop]:

@@ -16,10 +16,10 @@ from django.db.models import Max, Sum
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from sessions_app import events as event_names
+from sessions_app import event_types as event_names
 from sessions_app.models import Message, MessageChunk, PromptGeneration, Session
 from sessions_app.selectors import message_dict
-from sessions_app.services.events import (
+from sessions_app.services.event_log import (
     EVENT_FROM_SEQ,
     NEXT_SEQ_CTE,
     event_append,

@@ -1,8 +1,8 @@
-"""The retry notice: at most one live per session, updated in place, retired in place.
+"""The retry notice while it is live: moved to a later time, or told the attempt is being made.
 
-Retiring marks the row (retired_at, why, the loop whose end did it) and appends a deletion event,
-so every viewer's banner goes while the admin keeps the history. Viewers only ever read live rows
-(``selectors.session_notice``).
+Showing and retiring it belong to the lifecycle (``services/lifecycle/retry_wait.py``): the
+banner appears when a generation starts waiting and goes when the wait ends. Viewers only ever
+read live rows (``selectors.session_notice``).
 
 Every write locks the session row first (the same lock ``event_append`` takes), so two failures of
 one session racing each other are serialised and cannot leave two notices.
@@ -17,81 +17,14 @@ from datetime import UTC, datetime
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from sessions_app import events as event_names
+from sessions_app import event_types as event_names
 from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import Session
 from sessions_app.selectors import notice_dict
-from sessions_app.services.events import event_append
-from sessions_app.text_rules import storable_text
+from sessions_app.services.event_log import event_append
 
 logger = logging.getLogger(__name__)
 Retired = RetryNotice.Retired
-
-
-def notice_upsert(
-    *,
-    loop: RetryLoop,
-    code: str,
-    reason: str,
-    provider: str,
-    model: str,
-    attempt: int,
-    max_attempts: int,
-    retry_at: float,
-    switched_target: str = "",
-) -> RetryNotice | None:
-    """Show (or move on) the session's one retry banner for a waiting loop.
-
-    Returns None without writing when the loop is no longer live: a late failure that arrives after
-    the loop was retired (success, cancel, stop) must not bring the banner back. Returns None, and
-    logs, when the write itself failed: a banner is never worth failing the turn for.
-    """
-    fields = {
-        "loop": loop,
-        "code": code,
-        "reason": reason,
-        "provider": provider,
-        # What the agent reported as its model: its words, so made storable.
-        "model": storable_text(model),
-        "attempt": attempt,
-        "max_attempts": max_attempts,
-        "retry_at": datetime.fromtimestamp(retry_at, tz=UTC),
-        "switched_target": switched_target,
-    }
-    try:
-        with transaction.atomic():  # a savepoint: a failed write leaves the caller's work intact
-            notice = _notice_write(loop=loop, fields=fields)
-    except DatabaseError:
-        # Non-fatal (requirements AC .25): the retry stays scheduled without its banner, and no
-        # second notice is created when the existing one could not be read or updated.
-        logger.warning("writing the retry notice of loop %s failed", loop.pk, exc_info=True)
-        return None
-    return notice
-
-
-def _notice_write(*, loop: RetryLoop, fields: dict) -> RetryNotice | None:
-    session = Session.objects.select_for_update().get(pk=loop.session_id)
-    live = RetryLoop.objects.filter(pk=loop.pk, state__in=RetryLoop.LIVE_STATES).exists()
-    if not live:
-        return None
-    existing = list(
-        RetryNotice.objects.live().filter(session=session).order_by("-updated_at", "-id")
-    )
-    if existing:
-        notice, duplicates = existing[0], existing[1:]
-        if duplicates:
-            _retire_notices(
-                session=session, ids=[d.pk for d in duplicates], reason=Retired.DUPLICATE
-            )
-        for name, value in fields.items():
-            setattr(notice, name, value)
-        notice.save()
-    else:
-        notice = RetryNotice.objects.create(session=session, **fields)
-    event_append(
-        session=session, type=event_names.NOTICE_UPSERTED, payload={"notice": notice_dict(notice)}
-    )
-    return notice
 
 
 def notice_postpone(*, loop: RetryLoop, retry_at: float, reason: str) -> RetryNotice | None:
@@ -145,62 +78,3 @@ def _notice_change(
         session=session, type=event_names.NOTICE_UPSERTED, payload={"notice": notice_dict(notice)}
     )
     return notice
-
-
-def notices_retire(
-    *, session_id: int, reason: str, by: RetryLoop | None = None
-) -> list[int]:
-    """Retire every live retry notice of the session (``reason``: a ``RetryNotice.Retired``
-    value; ``by``: the loop whose end retires them), with a deletion event, and return their ids.
-
-    A failure while listing or retiring is logged and swallowed (in a savepoint, so the caller's
-    transaction survives): the sweeper's cleanup finishes the job later.
-    """
-    try:
-        with transaction.atomic():
-            session = Session.objects.select_for_update().get(pk=session_id)
-            ids = list(
-                RetryNotice.objects.live().filter(session=session).values_list(
-                    "id", flat=True
-                )
-            )
-            if ids:
-                _retire_notices(session=session, ids=ids, reason=reason, by=by)
-            return ids
-    except DatabaseError:
-        logger.warning("retiring retry notices of session %s failed", session_id, exc_info=True)
-        return []
-
-
-def notices_cleanup() -> int:
-    """Retire live notices whose loop is no longer live (left behind by a swallowed failure)."""
-    stale_sessions = (
-        RetryNotice.objects.live()
-        .exclude(loop__state__in=RetryLoop.LIVE_STATES)
-        .values_list("session_id", flat=True)
-        .distinct()
-    )
-    return sum(
-        len(notices_retire(session_id=session_id, reason=Retired.CLEANUP))
-        for session_id in list(stale_sessions)
-    )
-
-
-def retire_reason_for_loop_end(state: str) -> str:
-    """Why a loop's end retires its session's notices, from the state the loop ends in."""
-    return {
-        RetryLoop.State.SUCCEEDED: Retired.SUCCEEDED,
-        RetryLoop.State.EXHAUSTED: Retired.EXHAUSTED,
-        RetryLoop.State.FAILED: Retired.FAILED,
-        RetryLoop.State.CANCELLED: Retired.CANCELLED,
-        RetryLoop.State.DISARMED: Retired.REPLACED,
-    }.get(state, Retired.CLEANUP)
-
-
-def _retire_notices(
-    *, session: Session, ids: list[int], reason: str, by: RetryLoop | None = None
-) -> None:
-    RetryNotice.objects.filter(pk__in=ids, retired_at__isnull=True).update(
-        retired_at=timezone.now(), retired_reason=reason, retired_by=by
-    )
-    event_append(session=session, type=event_names.NOTICE_DELETED, payload={"ids": ids})

@@ -19,7 +19,7 @@ scored by the wall-clock time of its last heartbeat (the same periodic re-check)
 drops the entries not refreshed for ``hold_ttl_s()`` first (a process that died without closing
 its sockets), then counts, in one Lua script, so two processes can't both take the last place.
 Redis being away fails open (the socket is admitted), as all shared state does
-(``sessions_app.shared``); the channel layer needs that Redis too, so little works then anyway.
+(``sessions_app.redis_state``); the channel layer needs that Redis too, so little works then anyway.
 
 Channel-layer messages (what consumers receive, through ``sessions_app.socket_login``):
   {"type": "login.ended"}     to login_group_name(session key)
@@ -44,7 +44,7 @@ from django.db import transaction
 from django.utils.crypto import constant_time_compare
 
 from sessions_app.push import login_push
-from sessions_app.shared import fail_open, shared_key
+from sessions_app.redis_state import fail_open, shared_key
 
 LOGIN_ENDED = "login.ended"
 LOGIN_RECHECK = "login.recheck"

@@ -21,7 +21,7 @@ from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 
 from recovery.budget import RetrySettings
-from recovery.health import HealthSettings
+from recovery.circuit import HealthSettings
 from recovery.mock.testing import SplitClock, running_mock_server
 from sessions_app.agent.registry import AGENTS
 from sessions_app.agent.runner import generation_retry, generation_run

@@ -17,7 +17,7 @@ from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import PromptGeneration
 from sessions_app.selectors import session_snapshot
 from sessions_app.services import prompt_submit, session_stop
-from sessions_app.services.recovery import retry_cancel, session_recover
+from sessions_app.services.prompts import retry_cancel, session_recover
 from tests.agents.conftest import (
     MAX_RETRIES,
     agent_chat,

@@ -15,7 +15,7 @@ from celery import current_app
 from django.conf import settings
 
 from devtools.testbed import throwaway_database
-from kandev_web.settings import env_str
+from kandev_web.env import env_str
 from recovery.mock.testing import MockProvider, running_mock_server
 from tests.chaos.stack import RETRY_DELAY_S, Chaos, manage, unacked_forget
 

@@ -19,7 +19,7 @@ import pytest
 
 from devtools import processes
 from devtools.testbed import ROOT, database_create, database_drop, free_port
-from kandev_web.settings import env_str
+from kandev_web.env import env_str
 from tests.integration.web.processes import celery_worker
 
 CHROMIUM = "/usr/bin/chromium"

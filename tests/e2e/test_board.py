@@ -36,7 +36,7 @@ for attempt in range(1, 6):
 # A retired notice and its ended loop, written by the ladder's own services.
 from sessions_app.models import ProviderTarget
 from sessions_app.services import session_create
-from sessions_app.services.notices import notices_retire
+from sessions_app.services.lifecycle.retry_wait import notices_retire
 from tests.integration.web.retry_state import waiting_session
 owner = User.objects.get(username="viewer")
 retried = session_create(owner=owner, target=ProviderTarget.objects.get(name="Mock"),

@@ -18,7 +18,7 @@ from django.conf import settings
 from devtools.eventually import eventually
 from devtools.processes import answers
 from devtools.testbed import ROOT, database_url_named, free_port
-from kandev_web.settings import env_str
+from kandev_web.env import env_str
 
 
 def test_database_env() -> dict[str, str]:

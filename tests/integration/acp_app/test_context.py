@@ -7,7 +7,7 @@ import pytest
 
 from sessions_app.agent.runner import generation_run
 from sessions_app.models import Message, PromptGeneration
-from sessions_app.services.recovery import session_recover
+from sessions_app.services.prompts import session_recover
 from tests.integration.acp_app.conftest import prompts_received, run_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)

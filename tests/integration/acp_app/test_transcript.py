@@ -18,7 +18,7 @@ from sessions_app.agent.turn import Turn
 from sessions_app.models import Message, PromptGeneration, SessionEvent
 from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services import message_create, prompt_submit, session_stop
-from sessions_app.services.recovery import session_recover
+from sessions_app.services.prompts import session_recover
 from tests.integration.acp_app.conftest import event_kinds, rows, run_prompt
 from tests.integration.core.test_event_log import apply_events
 

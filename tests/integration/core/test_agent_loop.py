@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from devtools.eventually import eventually
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.agent.runner import generation_run
 from sessions_app.models import (
     Message,

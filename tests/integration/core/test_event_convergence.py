@@ -13,7 +13,7 @@ from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message
 from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services import message_retract, prompt_submit, session_stop
-from sessions_app.services.recovery import session_recover
+from sessions_app.services.prompts import session_recover
 
 from .event_replay import snapshot_apply
 

@@ -8,7 +8,7 @@ import pytest
 from channels.layers import get_channel_layer
 from django.db import connection
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.models import Message, PromptGeneration, SessionEvent
 from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services import (

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from kandev_web.channel_layer import RedisChannelLayer
 from sessions_app import metrics, push
-from sessions_app.events import group_name
+from sessions_app.event_types import group_name
 from sessions_app.push import event_push, push_drain
 
 

@@ -8,11 +8,11 @@ import json
 import pytest
 from django.test import Client
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.models import PromptGeneration, Session, SessionEvent
 from sessions_app.selectors import session_snapshot, sessions_queue
 from sessions_app.services import generation_claim, generation_end, prompt_submit, session_stop
-from sessions_app.services.queue import queue_positions_announce
+from sessions_app.services.lifecycle.queued import queue_positions_announce
 from tests.support.factories import SessionFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

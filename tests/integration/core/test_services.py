@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
 from sessions_app.models import Message, PromptGeneration, Session, SessionEvent, Task
 from sessions_app.selectors import (

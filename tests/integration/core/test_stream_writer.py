@@ -8,7 +8,7 @@ from random import Random
 import pytest
 
 from recovery.clock import FakeClock
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.agent import coalescer
 from sessions_app.agent.coalescer import OpenStreams, StreamWriter
 from sessions_app.agent.turn import Turn

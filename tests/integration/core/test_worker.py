@@ -9,7 +9,7 @@ from django.db import connection
 
 from devtools.eventually import eventually
 from devtools.testbed import database_url_named
-from kandev_web.settings import env_str
+from kandev_web.env import env_str
 from sessions_app.models import Message, PromptGeneration
 from sessions_app.services import prompt_submit
 from tests.integration.web.processes import celery_worker

@@ -15,7 +15,8 @@ from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration, Session, SessionEvent
 from sessions_app.selectors import session_snapshot
 from sessions_app.services import prompt_submit, session_stop
-from sessions_app.services.recovery import retry_cancel, session_recover, session_target_set
+from sessions_app.services.prompts import retry_cancel, session_recover
+from sessions_app.services.targets import session_target_set
 from tests.support.factories import ProviderTargetFactory
 
 # Scheduled attempts land in the real broker queue: celery_queue keeps it empty around each test.

@@ -14,7 +14,11 @@ from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import PromptGeneration, SessionEvent
 from sessions_app.selectors import session_notice, session_snapshot
 from sessions_app.services.ladder import attempt_claim
-from sessions_app.services.notices import notice_upsert, notices_cleanup, notices_retire
+from sessions_app.services.lifecycle.retry_wait import (
+    notice_upsert,
+    notices_cleanup,
+    notices_retire,
+)
 
 from .conftest import loop_make
 

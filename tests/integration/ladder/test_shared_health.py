@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from recovery.budget import Budget
-from recovery.health import CircuitState, HealthSettings, Refusal
+from recovery.circuit import CircuitState, HealthSettings, Refusal
 from recovery.mock.testing import SplitClock
 from recovery.wording import RETRIES_SPACED_OUT, shared_trouble_reason
 from sessions_app.agent import direct
@@ -25,7 +25,7 @@ from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 from sessions_app.models import Message, Note, PromptGeneration
 from sessions_app.selectors import session_snapshot
 from sessions_app.services import prompt_submit
-from sessions_app.services.health import health_admit, health_failure, health_read
+from sessions_app.services.target_health import health_admit, health_failure, health_read
 from tests.support.factories import SessionFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("celery_queue")]
@@ -249,7 +249,7 @@ def test_with_redis_down_turns_still_run_and_the_outage_is_logged(
 ):
     retry_settings(jitter=0)
     settings.REDIS = {**settings.REDIS, "client": "redis://127.0.0.1:1/0"}
-    caplog.set_level(logging.WARNING, logger="sessions_app.shared")
+    caplog.set_level(logging.WARNING, logger="sessions_app.redis_state")
 
     generation = run_prompt(chat, owner, "/overloaded:1 hello", clock)
     run_due(RetryLoop.objects.get(generation=generation), clock)

@@ -1,18 +1,28 @@
-"""The typed environment helpers in kandev_web/settings.py fail loudly on bad values."""
+"""The typed environment helpers (kandev_web/env.py) and the services' URL readers
+(kandev_web/service_urls.py) fail loudly on bad values."""
 
 from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from kandev_web.settings import (
-    database_from_url,
+from kandev_web.env import (
+    env_absolute_path,
     env_bool,
+    env_choice,
     env_float,
     env_int,
     env_list,
-    redis_urls,
+    env_matching,
+    env_not_negative,
+    env_parsed,
+    env_positive,
+    env_seconds,
+    env_secret,
+    env_whole,
+    lockout_parameters,
 )
+from kandev_web.service_urls import database_from_url, redis_urls
 
 
 def test_env_int_reads_a_whole_number(monkeypatch):
@@ -99,3 +109,81 @@ def test_redis_urls_pass_a_tcp_url_through_unchanged():
 def test_redis_urls_refuse_other_schemes():
     with pytest.raises(ImproperlyConfigured, match="REDIS_URL"):
         redis_urls("http://127.0.0.1:6379/0")
+
+
+def test_env_whole_refuses_a_number_below_its_least(monkeypatch):
+    monkeypatch.setenv("KANDEV_OPS_N", "0")
+    assert env_whole("KANDEV_OPS_N", 3) == 0
+    with pytest.raises(ImproperlyConfigured, match="KANDEV_OPS_N must be at least 1, got 0"):
+        env_whole("KANDEV_OPS_N", 3, least=1)
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "nan"])
+def test_env_positive_refuses_zero_negatives_and_nan(monkeypatch, raw):
+    monkeypatch.setenv("KANDEV_OPS_F", raw)
+    with pytest.raises(ImproperlyConfigured, match="KANDEV_OPS_F must be positive"):
+        env_positive("KANDEV_OPS_F", 1.0)
+
+
+@pytest.mark.parametrize(("raw", "refused"), [("0", False), ("-0.5", True), ("nan", True)])
+def test_env_not_negative_allows_zero_and_refuses_what_is_below_or_not_a_number(
+    monkeypatch, raw, refused
+):
+    monkeypatch.setenv("KANDEV_OPS_F", raw)
+    if refused:
+        with pytest.raises(ImproperlyConfigured, match="KANDEV_OPS_F must not be negative"):
+            env_not_negative("KANDEV_OPS_F", 1.0)
+    else:
+        assert env_not_negative("KANDEV_OPS_F", 1.0) == 0
+
+
+@pytest.mark.parametrize("raw", ["0", "3601", "inf"])
+def test_env_seconds_refuses_no_wait_and_waits_over_an_hour_naming_the_value(monkeypatch, raw):
+    monkeypatch.setenv("KANDEV_OPS_S", raw)
+    with pytest.raises(
+        ImproperlyConfigured, match=f"KANDEV_OPS_S must be seconds between 0 and 3600, got '{raw}'"
+    ):
+        env_seconds("KANDEV_OPS_S", 30.0)
+
+
+def test_env_choice_and_env_matching_name_what_they_accept(monkeypatch):
+    monkeypatch.setenv("KANDEV_OPS_C", "xml")
+    with pytest.raises(ImproperlyConfigured, match="KANDEV_OPS_C must be json or plain, got 'xml'"):
+        env_choice("KANDEV_OPS_C", "json", ("json", "plain"))
+    with pytest.raises(ImproperlyConfigured, match="KANDEV_OPS_C must be two digits, got 'xml'"):
+        env_matching("KANDEV_OPS_C", "00", pattern=r"[0-9]{2}", described="two digits")
+    monkeypatch.delenv("KANDEV_OPS_C")
+    assert env_choice("KANDEV_OPS_C", "json", ("json", "plain")) == "json"
+
+
+def test_env_absolute_path_refuses_a_name_left_to_path_lookup(monkeypatch):
+    monkeypatch.setenv("KANDEV_OPS_P", "node")
+    with pytest.raises(ImproperlyConfigured, match="KANDEV_OPS_P must be an absolute path to node"):
+        env_absolute_path("KANDEV_OPS_P", "/usr/bin/node", of="node")
+
+
+def test_env_secret_may_be_unset_but_never_short(monkeypatch):
+    monkeypatch.delenv("KANDEV_OPS_T", raising=False)
+    assert env_secret("KANDEV_OPS_T", least_chars=24) == ""
+    monkeypatch.setenv("KANDEV_OPS_T", "short")
+    with pytest.raises(ImproperlyConfigured, match="KANDEV_OPS_T must be at least 24 characters"):
+        env_secret("KANDEV_OPS_T", least_chars=24)
+
+
+def test_env_parsed_turns_a_settings_objects_value_error_into_a_start_up_error():
+    def parse(environ):
+        raise ValueError("KANDEV_OPS_X must be a list of seconds")
+
+    with pytest.raises(ImproperlyConfigured, match="KANDEV_OPS_X must be a list of seconds"):
+        env_parsed(parse)
+
+
+def test_lockout_parameters_read_alternatives_of_joined_fields(monkeypatch):
+    monkeypatch.setenv("KANDEV_OPS_L", "username+ip_address, user_agent")
+    assert lockout_parameters("KANDEV_OPS_L", "username") == [
+        ["username", "ip_address"],
+        "user_agent",
+    ]
+    monkeypatch.setenv("KANDEV_OPS_L", "username+cookie")
+    with pytest.raises(ImproperlyConfigured, match="KANDEV_OPS_L names 'username\\+cookie'"):
+        lockout_parameters("KANDEV_OPS_L", "username")

@@ -161,7 +161,7 @@ def test_it_serves_the_app_and_stops_everything_on_ctrl_c(supervisor_factory):
     admin_password = (run.state_dir / "admin_password").read_text().strip()
     admin_line = f"Admin (retry notices, targets): http://127.0.0.1:{run.port}/admin/  as admin / "
     assert admin_line + admin_password in run.output
-    for name in ("migrate", "seed", "worker1", "worker2", "beat", "web"):
+    for name in ("collectstatic", "migrate", "seed", "worker1", "worker2", "beat", "web"):
         assert any(line.lstrip().startswith(f"{name} | ") for line in run.lines), name
     for node in ("worker1@", "worker2@"):
         assert any(node in line and " ready." in line for line in run.lines), node

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from kandev_web.settings import (
+from kandev_web.provider_env import (
     DEFAULT_PROVIDER_HOSTS,
     DEFAULT_PROVIDER_KEY_ENVS,
     provider_hosts,

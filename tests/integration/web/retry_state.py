@@ -9,8 +9,9 @@ from recovery.budget import Budget, RetrySettings
 from recovery.clock import FakeClock
 from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration, Session
-from sessions_app.services import message_create, session_state_set
-from sessions_app.services.notices import notice_upsert
+from sessions_app.services import message_create
+from sessions_app.services.lifecycle.retry_wait import notice_upsert
+from tests.support.session_states import session_walk_to
 
 RETRY_AT_S = 1_800_000_009.0  # a fixed instant, so rendered countdowns are exact
 
@@ -33,7 +34,7 @@ def waiting_session(*, session: Session, reason: str = "Provider overloaded") ->
         budget=budget.record_attempt(target="Mock").to_dict(),
         target_name="Mock",
     )
-    session_state_set(session=session, state=Session.State.WAITING_RETRY)
+    session_walk_to(session=session, state=Session.State.WAITING_RETRY)
     notice = notice_upsert(
         loop=loop,
         code="provider_overloaded",

@@ -10,9 +10,10 @@ import pytest
 from django.test import Client
 
 from sessions_app.models import PromptGeneration, ProviderTarget, Session, Task
-from sessions_app.services import session_create, session_state_set
+from sessions_app.services import session_create
 from tests.integration.web.retry_state import RETRY_AT_S, waiting_session
 from tests.support.factories import ProviderTargetFactory, SessionFactory
+from tests.support.session_states import session_walk_to
 
 pytestmark = pytest.mark.django_db
 
@@ -48,9 +49,9 @@ def test_tasks_sit_in_columns_by_the_most_urgent_state_of_their_sessions(client,
     calm = SessionFactory(owner=owner, target=target, title="Calm")
     busy = SessionFactory(owner=owner, target=target, title="Busy")
     stuck = session_create(owner=owner, target=target, title="Stuck too", task=busy.task)
-    session_state_set(session=busy, state=Session.State.RUNNING)
-    session_state_set(session=stuck, state=Session.State.NEEDS_ATTENTION)
-    session_state_set(session=busy, state=Session.State.IDLE)  # the last write is not the verdict
+    session_walk_to(session=busy, state=Session.State.RUNNING)
+    session_walk_to(session=stuck, state=Session.State.NEEDS_ATTENTION)
+    session_walk_to(session=busy, state=Session.State.IDLE)  # the last write is not the verdict
 
     page = client.get("/").content.decode()
 
@@ -62,10 +63,10 @@ def test_tasks_sit_in_columns_by_the_most_urgent_state_of_their_sessions(client,
 def test_a_card_shows_queued_running_and_a_retry_countdown(client, owner, target):
     queued = SessionFactory(owner=owner, target=target, title="Waiting for a worker")
     PromptGeneration.objects.create(session=queued, number=1)
-    session_state_set(session=queued, state=Session.State.RUNNING)
+    session_walk_to(session=queued, state=Session.State.RUNNING)
     running = SessionFactory(owner=owner, target=target, title="Streaming")
     PromptGeneration.objects.create(session=running, number=1, state="running")
-    session_state_set(session=running, state=Session.State.RUNNING)
+    session_walk_to(session=running, state=Session.State.RUNNING)
     retrying = SessionFactory(owner=owner, target=target, title="Overloaded")
     waiting_session(session=retrying)
 

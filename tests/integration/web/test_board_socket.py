@@ -10,10 +10,11 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from sessions_app.models import Session
-from sessions_app.services import session_create, session_state_set
-from sessions_app.services.board import task_archive, task_rename
+from sessions_app.services import session_create
+from sessions_app.services.task_sessions import task_archive, task_rename
 from tests.integration.web.retry_state import RETRY_AT_S, waiting_session
 from tests.support.factories import SessionFactory
+from tests.support.session_states import session_walk_to
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,7 +46,7 @@ async def test_every_open_board_of_the_owner_follows_a_session_state_change(
     phone, _ = await open_board(socket_for, owner)
     assert 'data-state="idle"' in first
 
-    await sync_to_async(session_state_set)(session=session, state=Session.State.NEEDS_ATTENTION)
+    await sync_to_async(session_walk_to)(session=session, state=Session.State.NEEDS_ATTENTION)
 
     for socket in (desktop, phone):
         frame = await next_board(socket, containing='data-state="needs_attention"')
@@ -89,7 +90,7 @@ async def test_another_users_board_hears_nothing_and_shows_nothing(
     mine, first = await open_board(socket_for, owner)
     assert "Secret" not in first
 
-    await sync_to_async(session_state_set)(session=theirs, state=Session.State.RUNNING)
+    await sync_to_async(session_walk_to)(session=theirs, state=Session.State.RUNNING)
     await sync_to_async(task_rename)(task=theirs.task, title="Still secret")
 
     assert await mine.receive_nothing(timeout=1.5)
@@ -102,8 +103,8 @@ async def test_a_searching_board_keeps_its_search_on_every_update(socket_for, ow
     board, first = await open_board(socket_for, owner, "/ws/board/?q=invoice")
     assert "Invoice run" in first and "Holiday plan" not in first
 
-    await sync_to_async(session_state_set)(session=other, state=Session.State.RUNNING)
-    await sync_to_async(session_state_set)(session=wanted, state=Session.State.RUNNING)
+    await sync_to_async(session_walk_to)(session=other, state=Session.State.RUNNING)
+    await sync_to_async(session_walk_to)(session=wanted, state=Session.State.RUNNING)
 
     frame = await next_board(board, containing='data-state="running"')
     assert "Holiday plan" not in frame

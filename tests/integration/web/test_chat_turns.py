@@ -13,7 +13,7 @@ from django.test import Client
 from recovery import wording
 from recovery.events import TextPart
 from recovery.mock.testing import SplitClock
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.agent.acp_context import acp_prompt_text
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.agent.transcript import model_call_build
@@ -22,8 +22,13 @@ from sessions_app.ladder.models import RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration, Session, SessionEvent
 from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services import prompt_submit, session_stop
-from sessions_app.services.generations import answer_regenerate, prompt_edit
-from sessions_app.services.recovery import retry_cancel, session_recover, session_target_switch
+from sessions_app.services.prompts import (
+    answer_regenerate,
+    prompt_edit,
+    retry_cancel,
+    session_recover,
+)
+from sessions_app.services.targets import session_target_switch
 from tests.integration.core.test_event_log import apply_events
 from tests.support.factories import ProviderTargetFactory
 

@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.test import override_settings
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app import metrics
 from sessions_app.models import Message, Session, SessionEvent
 from sessions_app.services import message_append, message_create, message_retract

@@ -11,13 +11,12 @@ from django.test import Client
 from recovery import wording
 from recovery.replay import ReplayReason
 from recovery.taxonomy import CODE_POLICY, Code, Klass
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.agent.outcome import handed_back_outcome
 from sessions_app.frames import event_html
 from sessions_app.models import PromptGeneration, Session
 from sessions_app.selectors import session_snapshot
-from sessions_app.services import prompt_submit
-from sessions_app.services.generations import generation_end
+from sessions_app.services import generation_end, prompt_submit
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from recovery.clock import FakeClock
 from sessions_app.ladder.admin import human_duration, loop_outcome
 from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 from sessions_app.models import PromptGeneration
-from sessions_app.services.notices import notices_retire
+from sessions_app.services.lifecycle.retry_wait import notices_retire
 from tests.integration.web.retry_state import waiting_session
 from tests.support.factories import SessionFactory, UserFactory
 

@@ -24,7 +24,7 @@ from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.push import push_drain
 from sessions_app.services import prompt_submit
-from sessions_app.services.health import health_failure
+from sessions_app.services.target_health import health_failure
 from tests.support.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,13 +8,13 @@ import re
 import pytest
 from django.test import Client
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.frames import event_html, events_frame, snapshot_frame
 from sessions_app.selectors import events_after, session_snapshot
-from sessions_app.services import session_state_set
-from sessions_app.services.notices import notices_retire
+from sessions_app.services.lifecycle.retry_wait import notices_retire
 from sessions_app.templatetags.notices import countdown_text
 from tests.integration.web.retry_state import RETRY_AT_S, waiting_session
+from tests.support.session_states import session_walk_to
 
 RETRY_AT_MS = int(RETRY_AT_S * 1000)
 NINE_SECONDS_BEFORE = RETRY_AT_MS - 9_000
@@ -154,7 +154,7 @@ def test_the_page_after_reload_shows_the_banner_while_waiting_and_the_card_after
     assert "recovery-card" not in page
 
     notices_retire(session_id=session.pk, reason="succeeded")
-    session_state_set(
+    session_walk_to(
         session=session,
         state="needs_attention",
         recovery_actions=("resume", "fresh"),

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.templatetags.static import static
 from django.test import Client
 
-from sessions_app import events as ev
+from sessions_app import event_types as ev
 from sessions_app.frames import events_frame, snapshot_frame
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import message_dict, session_snapshot
@@ -141,7 +142,7 @@ def test_the_session_page_renders_answers_as_markdown_and_prompts_as_plain_text(
     assert "<h1>Plan</h1>" in transcript and '<span class="k">def</span>' in transcript
     # The prompt is exactly what the person typed: escaped, its asterisks untouched.
     assert "Why **not** &lt;script&gt;alert(1)&lt;/script&gt;?" in transcript
-    assert "static/css/highlight.css" in page or "/highlight.css" in page
+    assert f'href="{static("css/highlight.css")}"' in page
 
 
 def test_a_snapshot_frame_carries_the_rendered_and_sanitised_answer(owner, session):

@@ -17,7 +17,7 @@ from django.db import connection
 from django.test import Client
 
 from kandev_web.asgi import application
-from sessions_app.services.board import task_rename
+from sessions_app.services.task_sessions import task_rename
 from tests.integration.live_daphne import live_daphne
 from tests.integration.web.conftest import ORIGIN, session_cookie
 

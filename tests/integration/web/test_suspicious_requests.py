@@ -1,16 +1,21 @@
 """What an anonymous client's suspicious requests cost, through the real ASGI app on a real Daphne
-over HTTP: a 400, no file content, no traceback in the log (one short warning line), and no
-query-string value in the access log. Static answers, served before any middleware, carry the
+over HTTP: a 400 (a static path climbing out of its directory: a 404, it names no collected
+file), no file content, no traceback in the log (one short warning line), and no query-string
+value in the access log. Static answers, served before any middleware, carry the
 Content-Security-Policy too and keep their own caching."""
 
 from __future__ import annotations
 
+import gzip
 import http.client
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
 import pytest
+from django.conf import settings
+from django.contrib.staticfiles.storage import staticfiles_storage
 
 from devtools.eventually import eventually
 from tests.integration.live_daphne import live_daphne
@@ -75,11 +80,13 @@ def daphne(django_db_setup, tmp_path_factory) -> Iterator[Daphne]:
         "/static/css/../../../../../../etc/passwd",
     ],
 )
-def test_a_static_path_climbing_out_of_its_directory_answers_400_without_a_traceback(daphne, path):
+def test_a_static_path_climbing_out_of_its_directory_is_not_found_without_a_traceback(
+    daphne, path
+):
     mark = daphne.mark()
     status, body = daphne.get(path)
 
-    assert status == 400
+    assert status == 404
     assert b"ALLOWED_HOSTS" not in body and b"root:" not in body
     log = daphne.logged_since(mark, until=path)
     assert "Traceback" not in log
@@ -121,3 +128,30 @@ def test_static_answers_carry_the_policy_and_keep_their_own_caching(daphne, path
     assert "script-src 'self'" in headers["Content-Security-Policy"]
     assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
     assert headers.get("Cache-Control") != "no-store"
+
+
+def test_a_hashed_static_file_is_cached_for_good_and_its_plain_name_briefly(daphne):
+    hashed = staticfiles_storage.url("js/live.js")
+
+    status, headers, body = daphne.get_with_headers(hashed)
+    plain_status, plain_headers, plain_body = daphne.get_with_headers("/static/js/live.js")
+
+    assert re.fullmatch(r"/static/js/live\.[0-9a-f]{12}\.js", hashed)
+    assert status == 200 and body == plain_body
+    assert headers["Cache-Control"] == "max-age=315360000, public, immutable"
+    assert plain_status == 200 and plain_headers["Cache-Control"] == "max-age=60, public"
+
+
+def test_a_static_file_is_sent_compressed_to_a_client_that_accepts_it(daphne):
+    connection = http.client.HTTPConnection("127.0.0.1", daphne.port, timeout=30)
+    try:
+        connection.request(
+            "GET", staticfiles_storage.url("js/live.js"), headers={"Accept-Encoding": "gzip"}
+        )
+        answer = connection.getresponse()
+        body = answer.read()
+    finally:
+        connection.close()
+
+    assert answer.status == 200 and answer.headers["Content-Encoding"] == "gzip"
+    assert gzip.decompress(body) == Path(settings.STATIC_ROOT, "js", "live.js").read_bytes()

@@ -9,7 +9,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from sessions_app import events as event_names
+from sessions_app import event_types as event_names
 from sessions_app.models import Session, SessionEvent
 from sessions_app.push import board_push, event_push
 from sessions_app.text_rules import storable_json

@@ -184,11 +184,16 @@ class Admission:
     code: str = ""  # the failure that made the target unhealthy (for the banner)
 
 
+class TransitionKind(enum.StrEnum):
+    HOLD = "hold"  # the circuit opened or reopened, or a Retry-After arrived
+    RELEASE = "release"  # the circuit closed
+
+
 @dataclass(frozen=True, slots=True)
 class Transition:
     """What waiting turns of the target must learn: hold until ``until``, or go now."""
 
-    kind: str  # "hold" (opened, reopened, Retry-After) or "release" (closed)
+    kind: TransitionKind
     until: float = 0.0
     code: str = ""
 
@@ -242,7 +247,7 @@ def record_failure(
         until = now + min(retry_after_s, settings.retry_after_cap_s)
         if until > health.hold_until:
             health = replace(health, hold_until=until)
-            transition = Transition("hold", until, code)
+            transition = Transition(TransitionKind.HOLD, until, code)
     if code not in CIRCUIT_CODES:
         return health, transition
     health = replace(health, last_code=code)
@@ -253,7 +258,7 @@ def record_failure(
         health = replace(
             health, state=CircuitState.OPEN, open_until=until, reopened=reopened, probe_until=0.0
         )
-        return health, Transition("hold", until, code)
+        return health, Transition(TransitionKind.HOLD, until, code)
     if health.state is CircuitState.OPEN:
         return health, transition  # a call admitted before it opened; it is open already
     if now - health.window_started_at > settings.window_s:
@@ -262,7 +267,7 @@ def record_failure(
     if health.failures >= settings.failures_to_open:
         until = max(now + settings.open_s, health.hold_until)
         health = replace(health, state=CircuitState.OPEN, open_until=until, reopened=0)
-        return health, Transition("hold", until, code)
+        return health, Transition(TransitionKind.HOLD, until, code)
     return health, transition
 
 
@@ -285,7 +290,8 @@ def record_success(
     )
     if not was_unhealthy:
         return health, None
-    return replace(health, recovered_at=now), Transition("release", now, health.last_code)
+    released = Transition(TransitionKind.RELEASE, now, health.last_code)
+    return replace(health, recovered_at=now), released
 
 
 def _admitted(health: TargetHealth, *, retry: bool) -> TargetHealth:

@@ -1,4 +1,4 @@
-"""Queued prompts: fair between people, each viewer told their place in line.
+"""The queued state: prompts fair between people, each viewer told their place in line.
 
 A generation is queued from the moment it is submitted until a worker claims it, and its session
 says so ("Queued · 2 ahead"), distinct from running. It waits for one of three things
@@ -26,9 +26,9 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from sessions_app.enqueue import generation_enqueue
-from sessions_app.models import PromptGeneration, Session
+from sessions_app.models import PromptGeneration
 from sessions_app.selectors import queue_ahead, queue_dict, queue_positions
-from sessions_app.services.board import session_state_set
+from sessions_app.services.lifecycle.session_state import session_queue_refresh
 
 State = PromptGeneration.State
 Reason = PromptGeneration.QueueReason
@@ -61,11 +61,7 @@ def queue_announce(*, generation: PromptGeneration, moved_only: bool = True) -> 
     ahead = queue_ahead(generation=generation)
     if moved_only and ahead == generation.queue_ahead:
         return
-    PromptGeneration.objects.filter(pk=generation.pk, state=State.QUEUED).update(queue_ahead=ahead)
-    generation.queue_ahead = ahead
-    session_state_set(
-        session=generation.session, state=Session.State.QUEUED, queue=queue_dict(generation, ahead)
-    )
+    session_queue_refresh(generation=generation, ahead=ahead, queue=queue_dict(generation, ahead))
 
 
 def queue_hold(*, generation: PromptGeneration, reason: str) -> bool:

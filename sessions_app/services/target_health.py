@@ -1,10 +1,10 @@
 """Provider health in Redis: every worker's view of each target's circuit and retry budget.
 
-The rules are ``recovery.health``'s; this module stores them. Each change is an optimistic Redis
+The rules are ``recovery.circuit``'s; this module stores them. Each change is an optimistic Redis
 transaction (WATCH the target's hash, compute the next value, MULTI/EXEC, again on a conflict), so
 two workers deciding at once can never both become the half-open probe. Redis being down fails
 open: every call is admitted, failures and successes are not recorded, and the turn goes on as if
-the target were healthy (``sessions_app.shared``).
+the target were healthy (``sessions_app.redis_state``).
 
 Loops that wait because of the target (held by the circuit, a shared Retry-After or the retry
 budget) are remembered in a set per target, so the probe's success can release exactly them.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 import redis
 from django.conf import settings
 
-from recovery.health import (
+from recovery.circuit import (
     ALLOWED,
     Admission,
     TargetHealth,
@@ -26,7 +26,7 @@ from recovery.health import (
     record_failure,
     record_success,
 )
-from sessions_app.shared import fail_open, shared_key
+from sessions_app.redis_state import fail_open, shared_key
 
 # A target's state outlives any incident it describes; an idle target's hash expires.
 HEALTH_TTL_S = 24 * 3600

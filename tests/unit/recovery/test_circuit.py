@@ -5,16 +5,17 @@ from __future__ import annotations
 import pytest
 
 from recovery.budget import Budget, RetrySettings
-from recovery.clock import FakeClock
-from recovery.health import (
+from recovery.circuit import (
     CircuitState,
     HealthSettings,
     Refusal,
     TargetHealth,
+    TransitionKind,
     admit,
     record_failure,
     record_success,
 )
+from recovery.clock import FakeClock
 from recovery.policy import Action, defer_decision
 from recovery.taxonomy import Code
 
@@ -41,7 +42,7 @@ def test_it_opens_after_the_set_number_of_failures_within_the_window():
     assert (health.state, first, second) == (CircuitState.CLOSED, None, None)
     health, third = fail(health, T0 + 2)
     assert health.state is CircuitState.OPEN
-    assert (third.kind, third.until, third.code) == ("hold", T0 + 12, OVERLOADED)
+    assert (third.kind, third.until, third.code) == (TransitionKind.HOLD, T0 + 12, OVERLOADED)
 
 
 def test_failures_spread_wider_than_the_window_never_open_it():
@@ -101,7 +102,7 @@ def test_a_successful_probe_closes_it_and_releases_the_waiting_turns():
     health, _ = admit(health, settings=SETTINGS, now=T0 + 12, retry=True)
     health, transition = record_success(health, settings=SETTINGS, now=T0 + 13)
     assert health.state is CircuitState.CLOSED
-    assert (transition.kind, transition.until) == ("release", T0 + 13)
+    assert (transition.kind, transition.until) == (TransitionKind.RELEASE, T0 + 13)
     health, admission = admit(health, settings=SETTINGS, now=T0 + 13, retry=True)
     assert admission.allowed
 
@@ -113,7 +114,7 @@ def test_a_success_while_healthy_releases_nothing():
 
 def test_retry_after_from_one_response_holds_every_call_of_the_target():
     health, transition = fail(TargetHealth(), T0, code=str(Code.RATE_LIMITED), retry_after_s=25)
-    assert (transition.kind, transition.until) == ("hold", T0 + 25)
+    assert (transition.kind, transition.until) == (TransitionKind.HOLD, T0 + 25)
     _, first_call = admit(health, settings=SETTINGS, now=T0 + 1, retry=False)
     assert (first_call.allowed, first_call.refusal, first_call.retry_at) == (
         False, Refusal.RETRY_AFTER, T0 + 25,

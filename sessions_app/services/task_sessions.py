@@ -1,0 +1,88 @@
+"""Tasks on the board and the sessions opened under them: each person's own.
+
+Every change tells the owner's open boards (``push.board_push``) after commit. A session's state
+is the lifecycle's (``services/lifecycle``), never written here.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app.errors import InvalidInput, UnknownReference
+from sessions_app.models import ProviderTarget, Session, Task
+from sessions_app.push import board_push
+from sessions_app.services.caps import session_rate_take
+from sessions_app.services.targets import name_check
+
+
+def _title_clean(title: str) -> str:
+    """A task's or session's title: a name (text_rules), its runs of spaces made one."""
+    if not isinstance(title, str):
+        raise InvalidInput("title", "must be text")
+    title = " ".join(name_check("title", title).split())
+    limit = Task._meta.get_field("title").max_length
+    if len(title) > limit:
+        raise InvalidInput("title", f"must be at most {limit} characters")
+    return title
+
+
+def task_create(*, owner: AbstractBaseUser, title: str) -> Task:
+    task = Task.objects.create(owner=owner, title=_title_clean(title))
+    _board_changed(owner_id=task.owner_id)
+    return task
+
+
+def task_rename(*, task: Task, title: str) -> Task:
+    """Give the task a new title (trimmed, never empty); every board of its owner follows."""
+    title = _title_clean(title)
+    with transaction.atomic():
+        Task.objects.filter(pk=task.pk).update(title=title, updated_at=timezone.now())
+        task.title = title
+        _board_changed(owner_id=task.owner_id)
+    return task
+
+
+def task_archive(*, task: Task) -> Task:
+    """Take the task off the board; its sessions and history stay. Archiving twice is a no-op."""
+    with transaction.atomic():
+        Task.objects.filter(pk=task.pk, archived_at__isnull=True).update(archived_at=timezone.now())
+        task.refresh_from_db(fields=["archived_at"])
+        _board_changed(owner_id=task.owner_id)
+    return task
+
+
+def task_unarchive(*, task: Task) -> Task:
+    """Bring an archived task back to the board."""
+    with transaction.atomic():
+        Task.objects.filter(pk=task.pk).update(archived_at=None, updated_at=timezone.now())
+        task.archived_at = None
+        _board_changed(owner_id=task.owner_id)
+    return task
+
+
+def session_create(
+    *, owner: AbstractBaseUser, target: ProviderTarget, title: str, task: Task | None = None
+) -> Session:
+    """Open a session on ``target``: under ``task`` (one of the owner's), or, without one, under a
+    new task named after the session. An archived task comes back to the board with it.
+    CapReached when the owner opened KANDEV_SESSIONS_PER_MINUTE sessions in the last minute."""
+    title = _title_clean(title)
+    if task is not None and task.owner_id != owner.pk:
+        raise UnknownReference("task", "no such task")
+    with transaction.atomic():
+        session_rate_take(user_id=owner.pk)
+        if task is None:
+            task = task_create(owner=owner, title=title)
+        elif task.archived_at is not None:
+            task_unarchive(task=task)
+        session = Session.objects.create(task=task, owner=owner, target=target, title=title)
+        Task.objects.filter(pk=task.pk).update(updated_at=timezone.now())
+        _board_changed(owner_id=owner.pk)
+    return session
+
+
+def _board_changed(*, owner_id: int) -> None:
+    """Every open board of the owner re-reads its tasks once this transaction commits."""
+    transaction.on_commit(lambda: board_push(owner_id=owner_id))
