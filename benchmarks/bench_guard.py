@@ -18,10 +18,11 @@ import anthropic
 import openai
 
 from recovery.clock import SystemClock
-from recovery.events import ModelCall, TextDelta, TextPart, Turn
 from recovery.guard import CancelToken, open_stream
 from recovery.mock.testing import running_mock_server
+from recovery.model_call import ConversationTurn, ModelCall, TextPart
 from recovery.providers import StreamTimeouts, TargetConfig, leased_adapter
+from recovery.stream_events import TextDelta
 
 EVENTS = 5000
 REPEATS = 21  # medians of 21 interleaved pairs: stable on a shared, noisy machine
@@ -68,7 +69,7 @@ def _raw_openai(url: str) -> Callable[[], int]:
 
 
 def _guarded(target: TargetConfig) -> Callable[[], int]:
-    call = ModelCall(model="mock-1", turns=(Turn("user", (TextPart(PROMPT),)),))
+    call = ModelCall(model="mock-1", turns=(ConversationTurn("user", (TextPart(PROMPT),)),))
 
     def run() -> int:
         return sum(
@@ -82,7 +83,7 @@ def _guarded(target: TargetConfig) -> Callable[[], int]:
 
 def _adapter_only(target: TargetConfig) -> Callable[[], int]:
     """The same decoder without the fence and watchdog: isolates what the guard itself costs."""
-    call = ModelCall(model="mock-1", turns=(Turn("user", (TextPart(PROMPT),)),))
+    call = ModelCall(model="mock-1", turns=(ConversationTurn("user", (TextPart(PROMPT),)),))
     clock = SystemClock()
 
     def run() -> int:

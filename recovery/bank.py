@@ -22,7 +22,7 @@ from typing import Any
 
 from recovery.classify import classify
 from recovery.clock import FakeClock
-from recovery.providers.acp.events import Correlation
+from recovery.providers.acp.agent_events import Correlation
 from recovery.providers.acp.evidence import evidence_start
 from recovery.providers.acp.failure import TerminalError, failure_build
 from recovery.providers.failures import status_failure, stream_error_failure

@@ -31,19 +31,12 @@ from dataclasses import dataclass
 
 from recovery.cancel import CancelToken
 from recovery.clock import Clock, SystemClock
-from recovery.events import (
-    ModelCall,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCall,
-    TurnEnd,
-    Usage,
-)
+from recovery.model_call import ModelCall
 from recovery.providers import leased_adapter
 from recovery.providers.abortable_http import AbortScope
 from recovery.providers.base import ProviderAdapter, StreamTimeouts, TargetConfig
 from recovery.providers.failures import stamped, wire_failure
+from recovery.stream_events import StreamEvent, TextDelta, ThinkingDelta, ToolCall, TurnEnd, Usage
 from recovery.taxonomy import Exposure, Kind, Phase, ProviderFailure, Source
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from recovery.clock import Clock
-from recovery.events import ModelCall, StreamEvent
+from recovery.model_call import ModelCall
+from recovery.stream_events import StreamEvent
 
 
 @dataclass(frozen=True, slots=True)

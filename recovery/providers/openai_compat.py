@@ -13,22 +13,13 @@ from typing import Any
 import openai
 
 from recovery.clock import Clock
-from recovery.events import (
-    ModelCall,
-    TextDelta,
-    TextPart,
-    ThinkingDelta,
-    ToolCall,
-    ToolResultPart,
-    ToolUsePart,
-    TurnEnd,
-    Usage,
-)
+from recovery.model_call import ModelCall, TextPart, ToolResultPart, ToolUsePart
 from recovery.providers.abortable_http import Resolver, sdk_client
 from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, TargetConfig, WireItem
 from recovery.providers.failures import stream_error_failure, wire_failure
 from recovery.providers.httpwire import SdkErrors, SSEResponseStream, sse_open
 from recovery.providers.sse import ServerSentEvent
+from recovery.stream_events import TextDelta, ThinkingDelta, ToolCall, TurnEnd, Usage
 from recovery.taxonomy import Kind, Phase, ProviderFailure
 
 _CHUNK = Metadata("chunk")

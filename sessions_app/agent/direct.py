@@ -1,44 +1,52 @@
 """The direct-provider driver: our own agent loop against Anthropic / OpenAI-compatible wires.
 
-One turn: (model call -> stream rows -> run the turn's tools) at most MAX_MODEL_CALLS times. Tools
-run only after their call ended with the provider's terminal event, and at most once per tool call
-id. The retry unit is the single failed model call, re-issued on unchanged history.
+One turn: (model call -> stream events -> run the turn's tools) at most MAX_MODEL_CALLS times.
+Tools run only after their call ended with the provider's terminal event, and at most once per
+tool call id. The retry unit is the single failed model call, re-issued on unchanged history.
 
-Every output path is redacted (credential tier, the worker's own key values included): text and
-thinking as a stream in the StreamWriter, a tool call's arguments once the call is whole (the
-tool runs with the redacted arguments, so a note never stores a key the model quoted), and a
-tool's result before it is written.
+The driver only reports (``sessions_app.agent.reports``): it yields each stream event, each tool
+result, ``CallSucceeded`` for each call that ended and ``CallStarting`` before each call after
+the first, and returns how the turn ended; the Turn writes the rows, asks the target's health
+and tells the ladder. Because the Turn acts on each report before it resumes the driver, a tool
+call's row is written before its tool runs, and the next call's history (read fresh from the
+transcript) holds everything the previous call showed.
+
+Every output it reports is redacted (credential tier, the worker's own key values included):
+a tool call's arguments once the call is whole (the tool runs with the redacted arguments, so a
+note never stores a key the model quoted) and a tool's result. Text and thinking are redacted as
+a stream by the Turn's StreamWriter.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
 
 from recovery import wording
-from recovery.events import (
-    ModelCall,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCall,
-    TurnEnd,
-    Usage,
-)
+from recovery.cancel import CancelToken
+from recovery.clock import Clock
 from recovery.guard import open_stream as provider_open_stream
 from recovery.judge import CallStats
+from recovery.model_call import ModelCall
 from recovery.providers.base import TargetConfig
 from recovery.redact import redact_credentials
+from recovery.stream_events import StreamEvent, TextDelta, ThinkingDelta, ToolCall, TurnEnd
 from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
+from sessions_app.agent.reports import (
+    CallStarting,
+    CallSucceeded,
+    HandedBack,
+    Judged,
+    Report,
+    Reports,
+    ToolRan,
+    TurnResult,
+)
 from sessions_app.agent.targets import TargetUnusable, stream_timeouts_for, target_config_for
 from sessions_app.agent.tools import ToolContext, tool_run, tool_specs
 from sessions_app.agent.transcript import model_call_build
-from sessions_app.agent.turn import HandedBack, Judged, Turn, TurnFailed, TurnResult
-from sessions_app.db import released_between
-from sessions_app.models import Message
-from sessions_app.services import message_create
-from sessions_app.services.ladder import call_succeeded
+from sessions_app.db_connections import released_between
+from sessions_app.models import Message, ProviderTarget, Session
 from sessions_app.text_rules import storable_text
 
 MAX_MODEL_CALLS = 8
@@ -48,114 +56,102 @@ StreamOpener = Callable[..., Iterable[StreamEvent]]
 
 
 class DirectDriver:
-    def __init__(self, turn: Turn, *, open_stream: StreamOpener | None = None) -> None:
-        self.turn = turn
+    def __init__(
+        self,
+        *,
+        target: ProviderTarget,
+        session: Session,
+        cancel: CancelToken,
+        clock: Clock,
+        open_stream: StreamOpener | None = None,
+    ) -> None:
+        self.target = target
+        self.session = session
+        self.cancel = cancel
+        self.clock = clock
         self.open_stream = open_stream or provider_open_stream
         self.config: TargetConfig | None = None
         self.last_stream: object | None = None
 
-    @property
-    def showed_output(self) -> bool:
-        return self.turn.writer.open_message is not None
-
-    def seal(self, *, status: str, incomplete: bool) -> None:
-        self.turn.writer.close(status=status, incomplete=incomplete)
-
-    def run(self, turn: Turn) -> TurnResult:
+    def reports(self) -> Reports:
         try:
-            self.config = target_config_for(turn.target, session_id=turn.session.pk)
+            self.config = target_config_for(self.target, session_id=self.session.pk)
         except TargetUnusable as unusable:
-            raise TurnFailed(HandedBack(code=unusable.code, detail=unusable.detail)) from None
+            return HandedBack(code=unusable.code, detail=unusable.detail)
         for number in range(MAX_MODEL_CALLS):
-            if turn.cancel.cancelled:
+            if self.cancel.cancelled:
                 return TurnResult.STOPPED
             if number:
                 # A call that continues after tools is a new request to the target: it waits on
-                # the shared health too (Turn checked the first; CallHeld defers the turn).
-                turn.admit_call(retry=False)
+                # the shared health too. Resumed only if admitted (the Turn closes us otherwise).
+                yield CallStarting()
             call = model_call_build(
-                session_id=turn.session.pk, model=self.config.model, tools=tool_specs()
+                session_id=self.session.pk, model=self.config.model, tools=tool_specs()
             )
             try:
-                tool_calls = self._stream_one_call(call)
+                tool_calls = yield from self._one_call(call)
             except ProviderFailure as failure:
-                raise TurnFailed(self._judged(failure)) from None
+                return self._judged(failure)
             if tool_calls is None:
                 return TurnResult.STOPPED
             if not tool_calls:
                 return TurnResult.SUCCEEDED
             for tool_call in tool_calls:
-                if turn.cancel.cancelled:
+                if self.cancel.cancelled:
                     return TurnResult.STOPPED
-                self._run_tool_once(tool_call)
-        raise TurnFailed(
-            HandedBack(code="tool_loop_limit", detail=wording.tool_loop_limit(MAX_MODEL_CALLS))
-        )
+                yield from self._run_tool_once(tool_call)
+        return HandedBack(code="tool_loop_limit", detail=wording.tool_loop_limit(MAX_MODEL_CALLS))
 
     def _judged(self, failure: ProviderFailure) -> Judged:
         return Judged(
             evidence=failure.evidence,
             detail=failure.detail or failure.evidence.excerpt,
             # The model the request really named (a target may leave it to the default).
-            model=self.config.model if self.config is not None else self.turn.target.model,
+            model=self.config.model if self.config is not None else self.target.model,
             stats=CallStats.of(self.last_stream),
         )
 
-    def _stream_one_call(self, call: ModelCall) -> list[ToolCall] | None:
-        """Stream one model call into rows. Returns its complete tool calls, or None if stopped."""
-        turn = self.turn
+    def _one_call(self, call: ModelCall) -> Generator[Report, None, list[ToolCall] | None]:
+        """Relay one model call's stream. Returns its complete tool calls, or None if stopped."""
         # Kept for the attempt record: the guarded stream knows ttft, bytes and usage.
         self.last_stream = self.open_stream(
             self.config,
             call,
-            cancel=turn.cancel,
-            clock=turn.clock,
-            timeouts=stream_timeouts_for(turn.target),
+            cancel=self.cancel,
+            clock=self.clock,
+            timeouts=stream_timeouts_for(self.target),
         )
         events = iter(self.last_stream)
         try:
-            tool_calls = self._consume(events)
+            tool_calls = yield from self._relay(events)
             if tool_calls is not None:
-                call_succeeded(
-                    generation=turn.generation,
-                    target_name=turn.target.name,
-                    clock=turn.clock,
-                    rng=turn.rng,
-                    stats=CallStats.of(self.last_stream),
-                )
+                yield CallSucceeded(stats=CallStats.of(self.last_stream))
             return tool_calls
         finally:
-            # Leaving early (Stop) must still close the provider response right away.
+            # Leaving early (Stop, a held call, a crash) still closes the provider response.
             close = getattr(events, "close", None)
             if close is not None:
                 close()
 
-    def _consume(self, events: Iterator[StreamEvent]) -> list[ToolCall] | None:
-        turn = self.turn
+    def _relay(
+        self, events: Iterator[StreamEvent]
+    ) -> Generator[Report, None, list[ToolCall] | None]:
         tool_calls: list[ToolCall] = []
         turn_end: TurnEnd | None = None
         produced_output = False
         # The thread's connection goes back to the pool while it waits for the provider.
         for event in released_between(events):
-            if not isinstance(event, (Usage, TurnEnd)):
-                # The guard releases nothing before the first user-visible event.
-                turn.shown()
-            if isinstance(event, TextDelta):
-                produced_output = True
-                turn.writer.delta(role=Message.Role.ASSISTANT, text=event.text)
-            elif isinstance(event, ThinkingDelta):
-                produced_output = True
-                turn.writer.delta(role=Message.Role.THINKING, text=event.text)
-            elif isinstance(event, ToolCall):
-                produced_output = True
-                turn.writer.close()
-                self._record_tool_call(event)
+            if isinstance(event, ToolCall):
+                event = _redacted_call(event)
                 tool_calls.append(event)
+            if isinstance(event, (TextDelta, ThinkingDelta, ToolCall)):
+                produced_output = True
             elif isinstance(event, TurnEnd):
                 turn_end = event
-            if turn.cancel.cancelled:
+            yield event
+            if self.cancel.cancelled:
                 return None
-        if turn.cancel.cancelled:
+        if self.cancel.cancelled:
             return None
         if turn_end is None:
             # The guard reports a missing terminal event itself; this keeps the loop honest if a
@@ -169,44 +165,20 @@ class DirectDriver:
                 ),
                 "the stream ended without its terminal event",
             )
-        turn.writer.close()
         return tool_calls
 
-    def _record_tool_call(self, call: ToolCall) -> None:
-        call = _redacted_call(call)
-        session = self.turn.session
+    def _run_tool_once(self, call: ToolCall) -> Generator[Report, None, None]:
         if Message.objects.filter(
-            session=session, role=Message.Role.TOOL_CALL, metadata__tool_call_id=call.id
-        ).exists():
-            return
-        message_create(
-            session=session,
-            generation=self.turn.generation,
-            role=Message.Role.TOOL_CALL,
-            text=redact_credentials(
-                f"{call.name} {json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)}"
-            ),
-            metadata={"tool_call_id": call.id, "name": call.name, "arguments": call.arguments},
-        )
-
-    def _run_tool_once(self, call: ToolCall) -> None:
-        session = self.turn.session
-        call = _redacted_call(call)
-        if Message.objects.filter(
-            session=session, role=Message.Role.TOOL_RESULT, metadata__tool_call_id=call.id
+            session=self.session, role=Message.Role.TOOL_RESULT, metadata__tool_call_id=call.id
         ).exists():
             return
         output = tool_run(
             name=call.name,
             arguments=call.arguments,
-            context=ToolContext(session=session, tool_call_id=call.id, clock=self.turn.clock),
+            context=ToolContext(session=self.session, tool_call_id=call.id, clock=self.clock),
         )
-        message_create(
-            session=session,
-            generation=self.turn.generation,
-            role=Message.Role.TOOL_RESULT,
-            text=redact_credentials(output.content),
-            metadata={"tool_call_id": call.id, "name": call.name, "is_error": output.is_error},
+        yield ToolRan(
+            call=call, content=redact_credentials(output.content), is_error=output.is_error
         )
 
 

@@ -18,6 +18,7 @@ from recovery.clock import Clock, SystemClock
 from sessions_app import metrics
 from sessions_app.agent.acp import AcpDriver
 from sessions_app.agent.direct import DirectDriver, StreamOpener
+from sessions_app.agent.reports import Driver
 from sessions_app.agent.slots import (
     AgentSlot,
     agent_slot_holders,
@@ -25,7 +26,7 @@ from sessions_app.agent.slots import (
     agent_slots_deciding,
     fair_share_allows,
 )
-from sessions_app.agent.turn import Driver, Turn
+from sessions_app.agent.turn import Turn
 from sessions_app.enqueue import attempt_enqueue, generation_enqueue
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import PromptGeneration, ProviderTarget
@@ -98,8 +99,12 @@ def generation_retry(
     already ran, or a loop that was cancelled, stopped or disarmed meanwhile, does nothing. An
     ACP attempt that finds no agent slot is scheduled again after KANDEV_ACP_SLOT_WAIT_S."""
     slot = None
-    target_kind, person = _loop_target_kind(loop_id)
-    if target_kind == ProviderTarget.Kind.ACP:
+    # Resolved once, before the claim: the slot is taken for the target the attempt runs on.
+    target, person = _loop_target(loop_id)
+    if target is None:
+        logger.info("retry attempt %s of loop %s: no such loop; ignored", attempt, loop_id)
+        return None
+    if target.kind == ProviderTarget.Kind.ACP:
         slot = _agent_slot(person=person)
         if slot is None:
             attempt_enqueue(
@@ -112,6 +117,7 @@ def generation_retry(
         return _retry_run(
             loop_id=loop_id,
             attempt=attempt,
+            target=target,
             clock=clock,
             open_stream=open_stream,
             rng=rng,
@@ -126,6 +132,7 @@ def _retry_run(
     *,
     loop_id: int,
     attempt: int,
+    target: ProviderTarget,
     clock: Clock | None,
     open_stream: StreamOpener | None,
     rng: random.Random | None,
@@ -137,10 +144,6 @@ def _retry_run(
         return None
     generation = PromptGeneration.objects.select_related("session", "session__target").get(
         pk=loop.generation_id
-    )
-    # A failover moved the loop to another target; otherwise it is the session's own.
-    target = (
-        ProviderTarget.objects.filter(name=loop.target_name).first() or generation.session.target
     )
     turn = Turn(
         generation=generation,
@@ -190,21 +193,38 @@ def _wait_for_agent_slot(*, generation_id: int) -> None:
     generation_enqueue(generation_id=generation_id, countdown_s=settings.KANDEV_ACP_SLOT_WAIT_S)
 
 
-def _loop_target_kind(loop_id: int) -> tuple[str | None, int | None]:
-    """The kind of target the loop's next attempt runs on, and whose turn it is."""
+def _loop_target(loop_id: int) -> tuple[ProviderTarget | None, int | None]:
+    """The target the loop's next attempt runs on, and whose turn it is. A failover moved the
+    loop to another target; otherwise it is the session's own. (None: no such loop.)"""
     loop = RetryLoop.objects.filter(pk=loop_id).values("target_name", "generation_id").first()
     if loop is None:
         return None, None
-    session_kind, person = (
-        PromptGeneration.objects.filter(pk=loop["generation_id"])
-        .values_list("session__target__kind", "requested_by_id")
+    generation = (
+        PromptGeneration.objects.select_related("session__target")
+        .filter(pk=loop["generation_id"])
         .first()
-    ) or (None, None)
-    kind = ProviderTarget.objects.filter(name=loop["target_name"]).values_list("kind", flat=True)
-    return kind.first() or session_kind, person
+    )
+    if generation is None:
+        return None, None
+    moved_to = ProviderTarget.objects.filter(name=loop["target_name"]).first()
+    return moved_to or generation.session.target, generation.requested_by_id
 
 
 def _driver_for(turn: Turn, open_stream: StreamOpener | None) -> Driver:
+    """The driver for the turn's target, given what it needs to call the agent (never the Turn
+    itself: a driver only reports, sessions_app/agent/reports.py)."""
     if turn.target.kind == ProviderTarget.Kind.ACP:
-        return AcpDriver(turn)
-    return DirectDriver(turn, open_stream=open_stream)
+        return AcpDriver(
+            target=turn.target,
+            session=turn.session,
+            generation=turn.generation,
+            attempt=turn.attempt,
+            cancel=turn.cancel,
+        )
+    return DirectDriver(
+        target=turn.target,
+        session=turn.session,
+        cancel=turn.cancel,
+        clock=turn.clock,
+        open_stream=open_stream,
+    )

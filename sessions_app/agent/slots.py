@@ -7,8 +7,9 @@ slot (KANDEV_ACP_MAX_AGENTS of them), held with ``flock`` for the whole turn. Th
 a lock when its holder dies, so a killed worker never leaks a slot. A free slot is taken only
 while the box has KANDEV_ACP_MIN_FREE_MB of memory available (MemAvailable in /proc/meminfo).
 
-A turn that finds no slot does not wait on a worker thread: it stays queued, visibly ("waiting for
-an agent slot"), and its task comes back after KANDEV_ACP_SLOT_WAIT_S (sessions_app/agent/runner.py).
+A turn that finds no slot does not wait on a worker thread: it stays queued, visibly ("waiting
+for an agent slot"), and its task comes back after KANDEV_ACP_SLOT_WAIT_S
+(sessions_app/agent/runner.py).
 
 Slots are shared fairly between people (``fair_share_allows``): a taker writes who it takes the
 slot for into the lock file it holds, so every process of the box can tell who holds what, and a

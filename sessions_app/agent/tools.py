@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from recovery.events import ToolSpec
+from recovery.model_call import ToolSpec
 from sessions_app.models import Note, Session
 
 NOTE_MAX_CHARS = 2000

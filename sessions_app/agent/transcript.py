@@ -18,9 +18,17 @@ Decisions:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from recovery.events import ModelCall, Part, TextPart, ToolResultPart, ToolSpec, ToolUsePart, Turn
+from recovery.model_call import (
+    ConversationTurn,
+    ModelCall,
+    Part,
+    TextPart,
+    ToolResultPart,
+    ToolSpec,
+    ToolUsePart,
+)
 from sessions_app.models import Message, Session
 
 SYSTEM_PROMPT = (
@@ -68,16 +76,16 @@ def _parts_of(messages: list[Message]) -> Iterable[tuple[str, Part]]:
             )
 
 
-def turns_from_messages(messages: list[Message]) -> tuple[Turn, ...]:
-    turns: list[Turn] = []
+def turns_from_messages(messages: list[Message]) -> tuple[ConversationTurn, ...]:
+    turns: list[ConversationTurn] = []
     for role, part in _parts_of(messages):
         if turns and turns[-1].role == role:
-            turns[-1] = Turn(role=role, parts=(*turns[-1].parts, part))
+            turns[-1] = ConversationTurn(role=role, parts=(*turns[-1].parts, part))
         else:
-            turns.append(Turn(role=role, parts=(part,)))
+            turns.append(ConversationTurn(role=role, parts=(part,)))
     # Tool results must open their user turn; text the user typed later follows them.
     return tuple(
-        Turn(
+        ConversationTurn(
             role=t.role,
             parts=tuple(sorted(t.parts, key=lambda p: not isinstance(p, ToolResultPart))),
         )
@@ -87,12 +95,22 @@ def turns_from_messages(messages: list[Message]) -> tuple[Turn, ...]:
     )
 
 
-def model_call_build(*, session_id: int, model: str, tools: tuple[ToolSpec, ...]) -> ModelCall:
+def context_rows(*, session_id: int, roles: Sequence[str] = ()) -> list[Message]:
+    """The session's rows from its ``context_from`` on, oldest first (``roles``: only those).
+
+    Read fresh on every attempt: "Start fresh" may have moved ``context_from`` since the run was
+    built, and what the previous call of the turn showed must be in the next one's history."""
     context_from = Session.objects.values_list("context_from_id", flat=True).get(pk=session_id)
     rows = Message.objects.filter(session_id=session_id)
+    if roles:
+        rows = rows.filter(role__in=roles)
     if context_from is not None:
         rows = rows.filter(id__gte=context_from)
-    messages = list(rows.order_by("id"))
+    return list(rows.order_by("id"))
+
+
+def model_call_build(*, session_id: int, model: str, tools: tuple[ToolSpec, ...]) -> ModelCall:
+    messages = context_rows(session_id=session_id)
     return ModelCall(
         model=model, turns=turns_from_messages(messages), system=SYSTEM_PROMPT, tools=tools
     )

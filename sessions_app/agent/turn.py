@@ -1,34 +1,40 @@
 """One agent turn: the skeleton every prompt generation runs through, first run and retry alike.
 
     claim (queued -> running, or a scheduled retry attempt) -> the driver for the target's kind
-    streams rows -> the turn ends as succeeded, stopped or failed, or waits for a retry the
-    ladder scheduled.
+    reports what the agent does -> the turn ends as succeeded, stopped or failed, or waits for a
+    retry the ladder scheduled.
 
-The skeleton owns what both kinds of agent share: the stop watcher and cancel token, the
-coalescing writer, retiring the banner when a retried attempt first shows something, and the one
-place a failure meets the ladder. A driver owns only how its agent is called: ``DirectDriver``
-(our own model-call / tool loop against a provider) or ``AcpDriver`` (an agent process whose
-whole prompt is the retry unit). ``sessions_app.agent.runner`` claims the work and picks the
-driver.
+Drivers report; the Turn acts. A driver (``DirectDriver``: our own model-call / tool loop against
+a provider; ``AcpDriver``: an agent process whose whole prompt is the retry unit) is a generator
+of reports that returns one outcome (``sessions_app.agent.reports``); it never sees the Turn.
+The Turn does everything that has an effect on the session, on each report as it arrives and
+before the driver goes on:
+
+- writes: every row goes through the Turn's ``TurnRows`` (``rows.py``) and its coalescing
+  ``StreamWriter``; an abandoned answer is retracted there, and what is still open is sealed;
+- "shown": on a retried attempt, the first report that shows something retires the banner;
+- admission: the target's shared health is asked before the first call (before the stop
+  watcher starts: a held turn costs no more) and at each ``CallStarting``, where a refusal closes
+  the driver so the call is never made;
+- the ladder: each ``CallSucceeded`` is recorded, and a failed outcome meets the ladder in one
+  place (``_end_failed``), which retries only when nothing of the attempt was shown.
+
+``sessions_app.agent.runner`` claims the work and picks the driver.
 """
 
 from __future__ import annotations
 
-import enum
+import contextlib
 import logging
 import random
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from django.conf import settings
 
 from recovery.circuit import Admission
 from recovery.clock import Clock
 from recovery.guard import CancelToken
-from recovery.judge import CallStats
 from recovery.logs import bound
-from recovery.replay import ReplayFacts
-from recovery.taxonomy import Evidence
 from sessions_app.agent.coalescer import StreamWriter
 from sessions_app.agent.outcome import (
     RunFailure,
@@ -37,72 +43,38 @@ from sessions_app.agent.outcome import (
     replay_refused_outcome,
     unexpected_outcome,
 )
+from sessions_app.agent.reports import (
+    CallStarting,
+    CallSucceeded,
+    Driver,
+    HandedBack,
+    Judged,
+    Outcome,
+    Report,
+    Reports,
+    TurnResult,
+)
+from sessions_app.agent.rows import TurnRows, report_shows
 from sessions_app.agent.watch import StopWatcher
 from sessions_app.models import Message, PromptGeneration, ProviderTarget
 from sessions_app.selectors import target_fallback_names
 from sessions_app.services import generation_end
-from sessions_app.services.ladder import attempt_committed, attempt_defer, failure_handle
+from sessions_app.services.ladder import (
+    attempt_committed,
+    attempt_defer,
+    call_succeeded,
+    failure_handle,
+)
 from sessions_app.services.target_health import health_admit
 
 logger = logging.getLogger(__name__)
 
 
-class TurnResult(enum.StrEnum):
-    SUCCEEDED = "succeeded"
-    STOPPED = "stopped"
-
-
 @dataclass(frozen=True, slots=True)
-class HandedBack:
-    """The turn ends without a provider failure to judge: the target can't be called at all
-    (no key, no command) or the agent loop hit its limit. Never retried."""
-
-    code: str
-    detail: str
-
-
-@dataclass(frozen=True, slots=True)
-class Judged:
-    """A failed provider call (direct) or prompt (ACP, with its ``replay`` facts) for the ladder
-    to judge."""
-
-    evidence: Evidence
-    detail: str
-    model: str
-    stats: CallStats | None = None
-    replay: ReplayFacts | None = None
-
-
-TurnFailure = HandedBack | Judged
-
-
-class TurnFailed(Exception):
-    def __init__(self, failure: TurnFailure) -> None:
-        super().__init__(failure)
-        self.failure = failure
-
-
-class CallHeld(Exception):
+class _Held:
     """The target's shared health refused the turn's next model call: none was made."""
 
-    def __init__(self, admission: Admission) -> None:
-        super().__init__(admission.refusal)
-        self.admission = admission
-
-
-class Driver(Protocol):
-    def run(self, turn: Turn) -> TurnResult:
-        """Drive the agent, writing rows through ``turn``; raise TurnFailed when it failed."""
-        ...
-
-    def seal(self, *, status: str, incomplete: bool) -> None:
-        """Close every row the driver still holds open."""
-        ...
-
-    @property
-    def showed_output(self) -> bool:
-        """Whether anything of this attempt is on screen (for the card's wording)."""
-        ...
+    admission: Admission
 
 
 @dataclass
@@ -127,24 +99,9 @@ class Turn:
             flushes_per_s=settings.KANDEV_STREAM_FLUSHES_PER_S / settings.KANDEV_WORKER_PROCESSES,
             clock=self.clock,
         )
+        self.rows = TurnRows(session=self.session, generation=self.generation, writer=self.writer)
         # A retry attempt retires the banner as soon as something of it reaches the viewer.
         self._banner_pending_retirement = self.retrying
-
-    def shown(self) -> None:
-        """The driver is about to put something in front of the viewer. On a retried attempt
-        that means the provider recovered: the banner goes before the first row shows."""
-        if self._banner_pending_retirement:
-            self._banner_pending_retirement = False
-            attempt_committed(generation_id=self.generation.pk)
-
-    def admit_call(self, *, retry: bool) -> None:
-        """Before every model call (``retry``: the first call of a scheduled retry): every worker
-        shares the target's health, and while it is unwell (circuit open, a probe in flight, a
-        Retry-After, the retry budget spent) the call waits instead of being made. Raises
-        CallHeld then; the turn waits like a failed call, without an attempt spent."""
-        admission = health_admit(target_name=self.target.name, now=self.clock.now(), retry=retry)
-        if not admission.allowed:
-            raise CallHeld(admission)
 
     def execute(self, driver: Driver, *, stop_poll_interval_s: float) -> None:
         # Every log line of the turn carries its id: generation and attempt.
@@ -152,11 +109,9 @@ class Turn:
             self._execute(driver, stop_poll_interval_s=stop_poll_interval_s)
 
     def _execute(self, driver: Driver, *, stop_poll_interval_s: float) -> None:
-        # The first call is asked for before the stop watcher starts: a held turn costs no more.
-        try:
-            self.admit_call(retry=self.retrying)
-        except CallHeld as held:
-            self._defer(driver, held.admission, call="retry" if self.retrying else "first call")
+        admission = self._admission(retry=self.retrying)
+        if not admission.allowed:
+            self._defer(admission, call="retry" if self.retrying else "first call")
             return
         with StopWatcher(
             generation_id=self.generation.pk,
@@ -164,28 +119,77 @@ class Turn:
             poll_interval_s=stop_poll_interval_s,
         ):
             try:
-                result = driver.run(self)
-            except CallHeld as held:  # a later model call of the turn (after its tools ran)
-                self._defer(driver, held.admission, call="a call after tools")
-                return
-            except TurnFailed as failed:
-                if self.cancel.cancelled:
-                    self._end_stopped(driver)
-                else:
-                    self._end_failed(driver, failed.failure)
-                return
+                outcome = self._drive(driver.reports())
             except BaseException:
                 logger.exception("generation %s crashed", self.generation.pk)
-                driver.seal(status=Message.Status.ERROR, incomplete=True)
+                self.rows.seal(status=Message.Status.ERROR, incomplete=True)
                 self._end_with(unexpected_outcome())
                 raise
-        if result is TurnResult.SUCCEEDED:
-            driver.seal(status=Message.Status.COMPLETE, incomplete=False)
+            if isinstance(outcome, _Held):  # a later model call of the turn (after its tools)
+                self._defer(outcome.admission, call="a call after tools")
+                return
+            if isinstance(outcome, (HandedBack, Judged)):
+                if self.cancel.cancelled:
+                    self._end_stopped()
+                else:
+                    self._end_failed(outcome)
+                return
+        if outcome is TurnResult.SUCCEEDED:
+            self.rows.seal(status=Message.Status.COMPLETE, incomplete=False)
             generation_end(generation=self.generation, state=PromptGeneration.State.SUCCEEDED)
         else:
-            self._end_stopped(driver)
+            self._end_stopped()
 
-    def _defer(self, driver: Driver, admission: Admission, *, call: str) -> None:
+    # ---- acting on the driver's reports ---------------------------------------------------
+
+    def _drive(self, reports: Reports) -> Outcome | _Held:
+        """Act on each report, then resume the driver; its return value is the outcome. Leaving
+        early (a held call, a crash) closes the driver, which closes what it has open."""
+        with contextlib.closing(reports):
+            while True:
+                try:
+                    report = next(reports)
+                except StopIteration as end:
+                    return end.value
+                if isinstance(report, CallStarting):
+                    admission = self._admission(retry=False)
+                    if not admission.allowed:
+                        return _Held(admission)
+                else:
+                    self._act(report)
+
+    def _act(self, report: Report) -> None:
+        if report_shows(report):
+            self._shown()
+        if isinstance(report, CallSucceeded):
+            self.rows.call_ended()
+            call_succeeded(
+                generation=self.generation,
+                target_name=self.target.name,
+                clock=self.clock,
+                rng=self.rng,
+                stats=report.stats,
+            )
+        else:
+            self.rows.apply(report)
+
+    def _shown(self) -> None:
+        """Something is about to be put in front of the viewer. On a retried attempt that means
+        the provider recovered: the banner goes before the first row shows."""
+        if self._banner_pending_retirement:
+            self._banner_pending_retirement = False
+            attempt_committed(generation_id=self.generation.pk)
+
+    def _admission(self, *, retry: bool) -> Admission:
+        """Before every model call (``retry``: the first call of a scheduled retry): every worker
+        shares the target's health, and while it is unwell (circuit open, a probe in flight, a
+        Retry-After, the retry budget spent) the call waits instead of being made; the turn then
+        waits like a failed call, without an attempt spent."""
+        return health_admit(target_name=self.target.name, now=self.clock.now(), retry=retry)
+
+    # ---- how the turn ends ----------------------------------------------------------------
+
+    def _defer(self, admission: Admission, *, call: str) -> None:
         decision = attempt_defer(
             generation=self.generation,
             admission=admission,
@@ -196,7 +200,7 @@ class Turn:
             clock=self.clock,
             rng=self.rng,
         )
-        driver.seal(status=Message.Status.COMPLETE, incomplete=True)
+        self.rows.seal(status=Message.Status.COMPLETE, incomplete=True)
         if decision.is_automatic:
             logger.info(
                 "generation %s: %s held back by %s's health (%s)",
@@ -208,11 +212,11 @@ class Turn:
             return
         self._end_with(ladder_outcome(decision=decision, detail=""))
 
-    def _end_stopped(self, driver: Driver) -> None:
-        driver.seal(status=Message.Status.COMPLETE, incomplete=True)
+    def _end_stopped(self) -> None:
+        self.rows.seal(status=Message.Status.COMPLETE, incomplete=True)
         generation_end(generation=self.generation, state=PromptGeneration.State.STOPPED)
 
-    def _end_failed(self, driver: Driver, failure: TurnFailure) -> None:
+    def _end_failed(self, failure: HandedBack | Judged) -> None:
         """The one place a failed attempt meets the recovery ladder."""
         if isinstance(failure, HandedBack):
             outcome = handed_back_outcome(code=failure.code, detail=failure.detail)
@@ -235,7 +239,7 @@ class Turn:
                 # Pre-exposure by construction: nothing of this attempt that the retry would
                 # repeat reached a viewer. What is open (a provider diagnostic line) stays,
                 # marked as part of an attempt that did not finish.
-                driver.seal(status=Message.Status.COMPLETE, incomplete=True)
+                self.rows.seal(status=Message.Status.COMPLETE, incomplete=True)
                 logger.info(
                     "generation %s: %s, %s scheduled",
                     self.generation.pk,
@@ -247,12 +251,12 @@ class Turn:
                 outcome = replay_refused_outcome(
                     classification=judgement.classification,
                     reason=judgement.replay.reason,
-                    partial=driver.showed_output,
+                    partial=self.rows.showed_output,
                     detail=failure.detail,
                 )
             else:
                 outcome = ladder_outcome(decision=decision, detail=failure.detail)
-        driver.seal(status=Message.Status.ERROR, incomplete=True)
+        self.rows.seal(status=Message.Status.ERROR, incomplete=True)
         self._end_with(outcome)
 
     def _end_with(self, outcome: RunFailure) -> None:

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Protocol, Self
 
-from sessions_app.db import connection_release
+from sessions_app.db_connections import connection_release
 from sessions_app.services import generation_heartbeat, generations_stop_requested
 
 HEARTBEAT_INTERVAL_S = 5.0

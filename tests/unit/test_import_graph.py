@@ -21,6 +21,7 @@ from devtools.importgraph import (
     package_cycles,
     package_edges,
     report,
+    under,
 )
 
 # package -> (top-level names it must never import, parts of it left out)
@@ -63,6 +64,29 @@ def test_a_package_places_no_import_inside_a_function(package):
     left_out = WITHOUT_FUNCTION_IMPORTS[package]
 
     assert sites(function_imports(GRAPH, package, exclude=left_out)) == []
+
+
+# A driver only reports (sessions_app/agent/reports.py): what acts on the session, the Turn, its
+# rows and writer, the services, is out of its reach.
+DRIVERS = ("sessions_app.agent.direct", "sessions_app.agent.acp")
+ACTORS = (
+    "sessions_app.agent.turn",
+    "sessions_app.agent.rows",
+    "sessions_app.agent.coalescer",
+    "sessions_app.services",
+)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_driver_imports_nothing_that_acts_on_the_session(driver):
+    acting = [
+        item
+        for item in GRAPH.imports
+        if item.importer == driver and any(under(item.imported, actor) for actor in ACTORS)
+    ]
+
+    assert driver in GRAPH.modules
+    assert sites(acting) == []
 
 
 # ---- the checker itself finds what it must, on a small tree written for the purpose ------------

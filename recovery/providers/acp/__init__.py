@@ -16,7 +16,7 @@ replay is refused):
 The adapter only observes: it never classifies a failure itself.
 """
 
-from recovery.providers.acp.events import (
+from recovery.providers.acp.agent_events import (
     AgentEvent,
     AgentPermission,
     AgentText,
@@ -38,7 +38,8 @@ from recovery.providers.acp.failure import (
 )
 from recovery.providers.acp.metadata import PromptErrorMetadata, metadata_project
 from recovery.providers.acp.permissions import PermissionPolicy, permission_choose
-from recovery.providers.acp.run import AcpPromptRun, AcpPromptSpec
+from recovery.providers.acp.run import AcpPromptRun
+from recovery.providers.acp.spec import AcpPromptSpec
 from recovery.providers.acp.sync import acp_prompt_iter
 from recovery.replay import (  # the judge's vocabulary for a whole-prompt replay
     RecordedDiagnostic,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from recovery.classify import classify
-from recovery.providers.acp.events import (
+from recovery.providers.acp.agent_events import (
     AgentEvent,
     AgentText,
     AgentThought,

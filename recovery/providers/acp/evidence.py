@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from recovery.providers.acp.convert import chunk_classification
-from recovery.providers.acp.events import (
+from recovery.providers.acp.agent_events import (
     AgentEvent,
     AgentPermission,
     AgentText,
@@ -20,6 +19,7 @@ from recovery.providers.acp.events import (
     Correlation,
     ResponseAttemptBoundary,
 )
+from recovery.providers.acp.convert import chunk_classification
 from recovery.replay import RecordedDiagnostic, normalise_text
 
 

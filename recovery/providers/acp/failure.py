@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.classify import classify
-from recovery.providers.acp.events import Correlation
+from recovery.providers.acp.agent_events import Correlation
 from recovery.providers.acp.evidence import AttemptEvidence
 from recovery.providers.acp.metadata import PromptErrorMetadata, metadata_project
 from recovery.providers.acp.structured import StructuredFailure, codex_failure, gemini_failure

@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -127,3 +128,26 @@ def agent_processes_end_all() -> int:
     for pgid in groups:
         tree_kill(pgid, descendants=_descendants(pgid))
     return len(groups)
+
+
+class StderrTail:
+    """Everything an agent writes to stderr is read (an agent blocked on a full pipe would
+    hang); only about the last ``limit_bytes`` are kept, for the message of an agent that
+    exited."""
+
+    def __init__(self, *, limit_bytes: int) -> None:
+        self._limit = limit_bytes
+        self._chunks: deque[bytes] = deque()
+        self._size = 0
+
+    async def drain(self, stream: asyncio.StreamReader | None) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(4096):
+            self._chunks.append(chunk)
+            self._size += len(chunk)
+            while self._size > self._limit and len(self._chunks) > 1:
+                self._size -= len(self._chunks.popleft())
+
+    def text(self) -> str:
+        return b"".join(self._chunks).decode("utf-8", errors="replace").strip()

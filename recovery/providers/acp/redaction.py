@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from recovery.providers.acp.events import AgentEvent, AgentText, AgentThought
+from recovery.providers.acp.agent_events import AgentEvent, AgentText, AgentThought
 from recovery.redact import StreamRedactor
 
 

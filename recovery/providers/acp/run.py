@@ -13,36 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
-from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp import PROTOCOL_VERSION, RequestError
 from acp.connection import StreamDirection, StreamEvent
 from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
-from acp.schema import (
-    AllowedOutcome,
-    ClientCapabilities,
-    DeniedOutcome,
-    Implementation,
-    PermissionOption,
-    RequestPermissionResponse,
-    ToolCallUpdate,
-)
+from acp.schema import ClientCapabilities, Implementation, PermissionOption, ToolCallUpdate
 from pydantic import ValidationError
 
 from recovery.cancel import CancelToken
+from recovery.providers.acp.agent_events import AgentEvent, AgentPermission, ModelSettled, PromptEnd
+from recovery.providers.acp.client import KandevClient
 from recovery.providers.acp.convert import settled_model, update_events
-from recovery.providers.acp.egress import EgressRoute, egress_bridges
-from recovery.providers.acp.events import (
-    AgentEvent,
-    AgentPermission,
-    Correlation,
-    ModelSettled,
-    PromptEnd,
-)
+from recovery.providers.acp.egress import egress_bridges
 from recovery.providers.acp.evidence import AttemptEvidence, evidence_observe, evidence_start
 from recovery.providers.acp.failure import (
     PromptCompleted,
@@ -52,67 +36,17 @@ from recovery.providers.acp.failure import (
     failure_build,
 )
 from recovery.providers.acp.metadata import allowed_identity
-from recovery.providers.acp.permissions import (
-    PermissionPolicy,
-    ToolRequest,
-    Workspace,
-    permission_choose,
-    request_paths,
-)
-from recovery.providers.acp.process import agent_process
+from recovery.providers.acp.permissions import ToolRequest, permission_choose, request_paths
+from recovery.providers.acp.process import StderrTail, agent_process
 from recovery.providers.acp.redaction import OutputRedactor
 from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
+from recovery.providers.acp.spec import AcpPromptSpec, prompt_blocks, secret_env_values
 from recovery.providers.acp.structured import model_call_unfinished
-from recovery.redact import redact_credentials
 from recovery.taxonomy import Kind, Phase, Source
 
 CLIENT_INFO = Implementation(name="kandev-web", version="1")
 _EXIT_WAIT_S = 5.0
 UNFINISHED_TURN = "the agent ended its turn, but no model call of it finished"
-
-
-@dataclass(frozen=True, slots=True)
-class AcpPromptSpec:
-    command: tuple[str, ...]
-    cwd: str
-    prompt: str  # as the user wrote it; credential-tier redaction is applied on every attempt
-    correlation: Correlation
-    env: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold keys
-    permission_policy: PermissionPolicy = PermissionPolicy.ALLOW_READ_ONLY
-    prompt_timeout_s: float | None = None
-    cancel_grace_s: float = 5.0
-    stderr_tail_bytes: int = 8 * 1024
-    # The earlier conversation, sent as a leading text block: a fresh agent process remembers
-    # nothing of earlier prompts. The prompt stays the final block of its own.
-    context: str | None = None
-    # After the prompt ends, how long the agent may take to exit on its own before its whole
-    # process group is ended. Its session state is of no use to us: every attempt is a new one.
-    exit_grace_s: float = 0.2
-    # The working directory on this machine when ``cwd`` is its path inside a sandbox (the
-    # path-aware permission policy resolves paths there); None: the agent runs unconfined.
-    host_cwd: str | None = None
-    # The sandbox's only way out (egress.py): one socket per endpoint its launcher allows.
-    egress: tuple[EgressRoute, ...] = ()
-
-    @property
-    def workspace(self) -> Workspace:
-        return Workspace(seen=self.cwd, host=self.host_cwd or self.cwd)
-
-
-_SECRET_ENV_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-
-
-def secret_env_values(env: Mapping[str, str]) -> tuple[str, ...]:
-    """The values of the agent's environment that name a secret (its configured key above all):
-    removed from its output wherever they appear, whatever their format."""
-    return tuple(value for name, value in env.items() if _SECRET_ENV_NAME.search(name) and value)
-
-
-def _prompt_blocks(spec: AcpPromptSpec) -> list[Any]:
-    blocks = [text_block(redact_credentials(spec.prompt))]
-    if spec.context:
-        blocks.insert(0, text_block(redact_credentials(spec.context)))
-    return blocks
 
 
 class _Stopped(Exception):
@@ -143,8 +77,7 @@ class AcpPromptRun:
         self._prompting = False
         self._provider_id: str | None = None
         self._model_id: str | None = None
-        self._stderr: deque[bytes] = deque()
-        self._stderr_size = 0
+        self._stderr = StderrTail(limit_bytes=spec.stderr_tail_bytes)
 
     @property
     def evidence(self) -> AttemptEvidence:
@@ -171,7 +104,7 @@ class AcpPromptRun:
             async with (
                 egress_bridges(self.spec.egress),
                 agent_process(
-                    _KandevClient(self),
+                    KandevClient(self._permission_answer),
                     self.spec.command,
                     env=self.spec.env,
                     cwd=self.spec.host_cwd or self.spec.cwd,
@@ -180,7 +113,7 @@ class AcpPromptRun:
                     exit_grace_s=self.spec.exit_grace_s,
                 ) as (conn, process),
             ):
-                drain = asyncio.create_task(self._drain_stderr(process.stderr))
+                drain = asyncio.create_task(self._stderr.drain(process.stderr))
                 try:
                     return await self._converse(conn, process, stop, drain)
                 finally:
@@ -221,7 +154,7 @@ class AcpPromptRun:
                 process,
                 conn.prompt(
                     session_id=session.session_id,
-                    prompt=_prompt_blocks(spec),
+                    prompt=prompt_blocks(spec),
                 ),
                 stop,
             )
@@ -322,7 +255,7 @@ class AcpPromptRun:
             status = await process.wait()
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(drain), 1.0)
-        tail = b"".join(self._stderr).decode("utf-8", errors="replace").strip()
+        tail = self._stderr.text()
         ended = f"the agent exited with status {status}"
         return self._fail(
             TerminalError(source=Source.EXIT, message=f"{tail}\n{ended}" if tail else ended)
@@ -379,21 +312,11 @@ class AcpPromptRun:
             model_id=self._model_id,
         )
 
-    async def _drain_stderr(self, stream: asyncio.StreamReader | None) -> None:
-        # Read everything, keep a bounded tail: an agent blocked on a full stderr pipe would hang.
-        if stream is None:
-            return
-        while chunk := await stream.read(4096):
-            self._stderr.append(chunk)
-            self._stderr_size += len(chunk)
-            while self._stderr_size > self.spec.stderr_tail_bytes and len(self._stderr) > 1:
-                self._stderr_size -= len(self._stderr.popleft())
+    # ---- permission requests (called by the SDK client, client.py) ------------------------
 
-    # ---- permission requests (called by the SDK client below) -----------------------------
-
-    def permission_answer(
-        self, *, tool_call: ToolCallUpdate, options: list[PermissionOption]
-    ) -> RequestPermissionResponse:
+    def _permission_answer(
+        self, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> str | None:
         kind = tool_call.kind or self._shaper.tool_kinds.get(tool_call.tool_call_id)
         paths = request_paths(
             locations=[location.path for location in tool_call.locations or ()],
@@ -414,27 +337,4 @@ class AcpPromptRun:
                 )
             )
         )
-        if choice.option_id is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(option_id=choice.option_id, outcome="selected")
-        )
-
-
-class _KandevClient:
-    """The SDK's client side. Updates are converted from raw frames by the run's observer."""
-
-    def __init__(self, run: AcpPromptRun) -> None:
-        self._run = run
-
-    async def request_permission(
-        self,
-        session_id: str,
-        tool_call: ToolCallUpdate,
-        options: list[PermissionOption],
-        **kwargs: Any,
-    ) -> RequestPermissionResponse:
-        return self._run.permission_answer(tool_call=tool_call, options=options)
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        return None
+        return choice.option_id

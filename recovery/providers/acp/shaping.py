@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from recovery.catalogue.model import CANCELLATION_WORDS
 from recovery.catalogue.signatures import is_cursor_retriable_frame
-from recovery.providers.acp.events import (
+from recovery.providers.acp.agent_events import (
     AgentEvent,
     AgentPermission,
     AgentText,

@@ -18,9 +18,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from recovery.cancel import CancelToken
-from recovery.providers.acp.events import AgentEvent
+from recovery.providers.acp.agent_events import AgentEvent
 from recovery.providers.acp.failure import PromptCompleted, PromptFailure, PromptOutcome
-from recovery.providers.acp.run import AcpPromptRun, AcpPromptSpec
+from recovery.providers.acp.run import AcpPromptRun
+from recovery.providers.acp.spec import AcpPromptSpec
 
 _JOIN_S = 30.0
 

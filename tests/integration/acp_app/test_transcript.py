@@ -12,7 +12,6 @@ from django.db import connection
 
 from devtools.eventually import eventually
 from recovery.providers.acp import AgentText, AgentThought, AgentToolCall, ResponseAttemptBoundary
-from sessions_app.agent.acp import AcpDriver
 from sessions_app.agent.runner import generation_run
 from sessions_app.agent.turn import Turn
 from sessions_app.models import Message, PromptGeneration, SessionEvent
@@ -151,7 +150,7 @@ def test_stop_ends_a_streaming_answer_and_keeps_what_arrived(chat, owner, clock)
 
 def test_a_repeated_boundary_with_nothing_new_takes_nothing_back(chat, owner, clock):
     generation = prompt_submit(session=chat, user=owner, text="hello")
-    run = AcpDriver(Turn(generation=generation, target=chat.target, clock=clock, rng=random.Random()))
+    turn = Turn(generation=generation, target=chat.target, clock=clock, rng=random.Random())
 
     for event in (
         AgentThought(text="First try."),
@@ -162,8 +161,8 @@ def test_a_repeated_boundary_with_nothing_new_takes_nothing_back(chat, owner, cl
         AgentToolCall(id="t1", title="Read a file", kind="read", status="completed"),
         ResponseAttemptBoundary(attempt=3),  # the tool call committed everything before it
     ):
-        run.apply(event)
-    run.writer.close()
+        turn.rows.apply(event)
+    turn.writer.close()
 
     assert event_kinds(chat, "message.deleted") == ["message.deleted"]
     assert rows(chat) == [("user", "hello"), ("assistant", "Kept."), ("tool_call", "Read a file")]

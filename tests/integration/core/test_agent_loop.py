@@ -11,7 +11,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from devtools.eventually import eventually
+from recovery.guard import open_stream as provider_open_stream
 from sessions_app import event_types as ev
+from sessions_app.agent import coalescer
 from sessions_app.agent.runner import generation_run
 from sessions_app.models import (
     Message,
@@ -224,3 +226,34 @@ def test_a_tool_call_whose_turn_failed_is_never_run_and_is_sealed_next_time(
     assert not Note.objects.exists()  # the sealed call was not run by the later turn either
     sent = mock_provider.requests()[-1]
     assert len(mock_provider.requests()) == 2 and sent["scenario"] == "plain"
+
+
+def test_a_write_that_fails_mid_answer_closes_the_provider_response_and_fails_the_turn(
+    chat, owner, mock_provider, monkeypatch
+):
+    """The Turn writes and the driver streams: when a write fails, the Turn closes the driver,
+    and the driver closes the provider response it holds, at once."""
+    closed: list[str] = []
+
+    def open_stream(config, call, **kwargs):
+        def events():
+            try:
+                yield from provider_open_stream(config, call, **kwargs)
+            finally:
+                closed.append(call.model)
+
+        return events()
+
+    def create_fails(**kwargs):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(coalescer, "message_create", create_fails)
+    generation = submit(chat, owner, "/slow-stream:50 a long story")
+    with pytest.raises(RuntimeError):
+        generation_run(generation_id=generation.pk, open_stream=open_stream)
+
+    generation.refresh_from_db()
+    assert len(closed) == 1
+    assert generation.state == PromptGeneration.State.FAILED
+    assert generation.error_code == "unclassified"
+    assert [r[0] for r in rows(chat)] == ["user"]

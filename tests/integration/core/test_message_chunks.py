@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from recovery.events import TextPart
+from recovery.model_call import TextPart
 from sessions_app.agent.transcript import model_call_build
 from sessions_app.models import Message, MessageChunk
 from sessions_app.selectors import events_after, session_snapshot

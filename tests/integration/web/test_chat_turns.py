@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.test import Client
 
 from recovery import wording
-from recovery.events import TextPart
 from recovery.mock.testing import SplitClock
+from recovery.model_call import TextPart
 from sessions_app import event_types as ev
 from sessions_app.agent.acp_context import acp_prompt_text
 from sessions_app.agent.runner import generation_retry, generation_run

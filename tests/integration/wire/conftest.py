@@ -4,17 +4,17 @@ tests/conftest.py; MockProvider and SplitClock in recovery.mock.testing."""
 from __future__ import annotations
 
 from recovery.clock import FakeClock
-from recovery.events import ModelCall, TextPart, Turn
 from recovery.mock.testing import (  # noqa: F401  (re-exported for the wire tests)
     FAKE_ANTHROPIC_KEY,
     FAKE_OPENAI_KEY,
     MockProvider,
     SplitClock,
 )
+from recovery.model_call import ConversationTurn, ModelCall, TextPart
 
 
 def user_call(text: str, **kwargs) -> ModelCall:
-    return ModelCall(model="mock-1", turns=(Turn("user", (TextPart(text),)),), **kwargs)
+    return ModelCall(model="mock-1", turns=(ConversationTurn("user", (TextPart(text),)),), **kwargs)
 
 
 class RecordingSleep:

@@ -14,9 +14,9 @@ from dataclasses import replace
 import pytest
 
 from recovery import providers
-from recovery.events import TextDelta, TurnEnd
 from recovery.guard import CancelToken, open_stream
 from recovery.providers import StreamTimeouts, TargetConfig, leased_adapter
+from recovery.stream_events import TextDelta, TurnEnd
 
 from .conftest import MockProvider, user_call
 

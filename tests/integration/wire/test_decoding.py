@@ -12,20 +12,10 @@ import pytest
 
 from recovery.classify import classify
 from recovery.clock import FakeClock
-from recovery.events import (
-    ModelCall,
-    TextDelta,
-    TextPart,
-    ThinkingDelta,
-    ToolCall,
-    ToolResultPart,
-    ToolUsePart,
-    Turn,
-    TurnEnd,
-    Usage,
-)
 from recovery.guard import CancelToken, open_stream
 from recovery.mock.scenarios import answer_text
+from recovery.model_call import ConversationTurn, ModelCall, TextPart, ToolResultPart, ToolUsePart
+from recovery.stream_events import TextDelta, ThinkingDelta, ToolCall, TurnEnd, Usage
 from recovery.taxonomy import Code, Exposure, Kind, Phase, ProviderFailure, Source
 
 from .conftest import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, MockProvider, user_call
@@ -84,11 +74,11 @@ def test_a_tool_call_escapes_whole_and_the_next_call_carries_its_result(
         model="mock-1",
         turns=(
             *first.turns,
-            Turn(
+            ConversationTurn(
                 "assistant",
                 (TextPart(said), ToolUsePart(calls[0].id, calls[0].name, calls[0].arguments)),
             ),
-            Turn("user", (ToolResultPart(calls[0].id, "note 7 saved"),)),
+            ConversationTurn("user", (ToolResultPart(calls[0].id, "note 7 saved"),)),
         ),
     )
     _, events, failure = drain(mock_provider, wire, follow_up)

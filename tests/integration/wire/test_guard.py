@@ -8,9 +8,9 @@ import time
 import pytest
 
 from recovery.clock import FakeClock
-from recovery.events import TextDelta, TurnEnd
 from recovery.guard import CancelToken, open_stream
 from recovery.providers import StreamTimeouts
+from recovery.stream_events import TextDelta, TurnEnd
 from recovery.taxonomy import Exposure, Kind, ProviderFailure
 
 from .conftest import MockProvider, user_call

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 import pytest
 
 from recovery.budget import Budget, RetrySettings
-from recovery.events import StreamEvent, TextDelta, ToolCall, TurnEnd
 from recovery.guard import CancelToken, open_stream
 from recovery.judge import CallStats, Judgement, judge
 from recovery.mock.scenarios import answer_text
 from recovery.policy import Action, Decision
 from recovery.providers import StreamTimeouts, TargetConfig
+from recovery.stream_events import StreamEvent, TextDelta, ToolCall, TurnEnd
 from recovery.taxonomy import Code, Exposure, Kind, ProviderFailure
 
 from .conftest import MockProvider, RecordingSleep, SplitClock, user_call

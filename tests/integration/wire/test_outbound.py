@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from recovery.cancel import CancelToken
-from recovery.events import TurnEnd
 from recovery.guard import open_stream
 from recovery.mock.testing import MockProvider, running_mock_server
+from recovery.stream_events import TurnEnd
 from recovery.taxonomy import ProviderFailure
 
 from .conftest import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, user_call

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from recovery.classify import classify
-from recovery.events import TextDelta, ToolCall, TurnEnd, Usage
 from recovery.guard import CancelToken, open_stream
+from recovery.stream_events import TextDelta, ToolCall, TurnEnd, Usage
 from recovery.taxonomy import Code, Exposure, Kind, ProviderFailure, Source
 
 from .conftest import MockProvider, user_call

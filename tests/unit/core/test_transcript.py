@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recovery.events import TextPart, ToolResultPart, ToolUsePart, Turn
+from recovery.model_call import ConversationTurn, TextPart, ToolResultPart, ToolUsePart
 from sessions_app.agent.transcript import SEALED_RESULT, turns_from_messages
 from sessions_app.models import Message
 
@@ -14,9 +14,9 @@ def row(role: str, text: str = "", *, incomplete: bool = False, **metadata) -> M
 def test_it_alternates_user_and_assistant_text():
     turns = turns_from_messages([row("user", "hi"), row("assistant", "hello"), row("user", "bye")])
     assert turns == (
-        Turn("user", (TextPart("hi"),)),
-        Turn("assistant", (TextPart("hello"),)),
-        Turn("user", (TextPart("bye"),)),
+        ConversationTurn("user", (TextPart("hi"),)),
+        ConversationTurn("assistant", (TextPart("hello"),)),
+        ConversationTurn("user", (TextPart("bye"),)),
     )
 
 
@@ -30,7 +30,7 @@ def test_incomplete_partial_output_and_thinking_are_not_fed_back():
         ]
     )
     # Dropping the partial answer merges the two prompts into one user turn, never two in a row.
-    assert turns == (Turn("user", (TextPart("first"), TextPart("second"))),)
+    assert turns == (ConversationTurn("user", (TextPart("first"), TextPart("second"))),)
 
 
 def test_tool_calls_and_results_become_tool_use_and_tool_result_parts():
@@ -43,11 +43,11 @@ def test_tool_calls_and_results_become_tool_use_and_tool_result_parts():
         ]
     )
     assert turns == (
-        Turn("user", (TextPart("note this"),)),
-        Turn(
+        ConversationTurn("user", (TextPart("note this"),)),
+        ConversationTurn(
             "assistant", (TextPart("Saving it."), ToolUsePart("t1", "append_note", {"text": "x"}))
         ),
-        Turn("user", (ToolResultPart("t1", "Saved note #1.", is_error=False),)),
+        ConversationTurn("user", (ToolResultPart("t1", "Saved note #1.", is_error=False),)),
     )
 
 
@@ -59,7 +59,7 @@ def test_a_tool_call_that_never_ran_is_sealed_not_rerun():
             row("user", "are you there?"),
         ]
     )
-    assert turns[-1] == Turn(
+    assert turns[-1] == ConversationTurn(
         "user",
         (ToolResultPart("t9", SEALED_RESULT, is_error=True), TextPart("are you there?")),
     )
@@ -75,7 +75,7 @@ def test_an_acp_agents_own_tool_rows_are_not_sent_to_a_direct_provider():
         ]
     )
     assert turns == (
-        Turn("user", (TextPart("list files"),)),
-        Turn("assistant", (TextPart("There is a README."),)),
-        Turn("user", (TextPart("thanks"),)),
+        ConversationTurn("user", (TextPart("list files"),)),
+        ConversationTurn("assistant", (TextPart("There is a README."),)),
+        ConversationTurn("user", (TextPart("thanks"),)),
     )

@@ -22,9 +22,9 @@ from devtools.redact_corpus import (
     secret_cases,
     stdlib_files,
 )
-from recovery.providers.acp.events import AgentText, AgentThought, AgentToolCall
+from recovery.providers.acp.agent_events import AgentText, AgentThought, AgentToolCall
 from recovery.providers.acp.redaction import OutputRedactor
-from recovery.providers.acp.run import secret_env_values
+from recovery.providers.acp.spec import secret_env_values
 from recovery.redact import (
     PEM_SEGMENT_LIMIT,
     REDACTED,

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from recovery.judge import ReplayJudgement, judge_replay
-from recovery.providers.acp.convert import update_events
-from recovery.providers.acp.events import (
+from recovery.providers.acp.agent_events import (
     AgentEvent,
     AgentPermission,
     AgentText,
@@ -24,6 +23,7 @@ from recovery.providers.acp.events import (
     PromptEnd,
     ResponseAttemptBoundary,
 )
+from recovery.providers.acp.convert import update_events
 from recovery.providers.acp.evidence import evidence_observe, evidence_start
 from recovery.providers.acp.failure import (
     PromptCompleted,
