@@ -29,7 +29,8 @@ import time
 import urllib.request
 import uuid
 
-from devtools.testbed import ROOT, manage, percentile, throwaway_database, wait_until
+from devtools.eventually import eventually
+from devtools.testbed import ROOT, manage, percentile, throwaway_database
 
 AGENT_KINDS = ("claude", "codex", "gemini")
 TURNS = 2
@@ -171,7 +172,7 @@ def _child() -> None:
                         generation_retry(loop_id=loop.pk, attempt=loop.attempt, clock=clock)
                         generation.refresh_from_db()
                     # The last banner's push may still be on its way: wait for it, not a while.
-                    wait_until(
+                    eventually(
                         lambda: len(viewer.banners) >= MAX_RETRIES,
                         timeout=10,
                         interval=0.02,

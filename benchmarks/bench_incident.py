@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devtools import processes as specs
+from devtools.eventually import eventually
 from devtools.processes import ProcessSpec
-from devtools.testbed import ROOT, free_port, throwaway_database, wait_until
+from devtools.testbed import ROOT, free_port, throwaway_database
 from recovery.budget import RetrySettings
 
 SESSIONS = 20
@@ -334,7 +335,7 @@ def _wait_foranswers(
             ).fetchone()[0]
 
         # The ladder's deadline (150 s) bounds every turn; beyond it something is stuck.
-        wait_until(settled, timeout=incident_s + 200, what="every session's answer", interval=0.25)
+        eventually(settled, timeout=incident_s + 200, what="every session's answer", interval=0.25)
 
 
 def _broker_forget(redis_url: str, queue: str) -> None:

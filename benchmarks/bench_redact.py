@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from random import Random
 
+from devtools.redact_corpus import javascript_files, read_source, secret_cases, stdlib_files
 from recovery.redact import StreamRedactor, redact_credentials
-from recovery.redact_corpus import javascript_files, read_source, secret_cases, stdlib_files
 
 STDLIB_SAMPLE = 300
 JAVASCRIPT_SAMPLE = 100

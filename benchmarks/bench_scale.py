@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devtools import processes as specs
-from devtools.testbed import ROOT, free_port, percentile, throwaway_database, wait_until
+from devtools.eventually import eventually
+from devtools.testbed import ROOT, free_port, percentile, throwaway_database
 
 SESSIONS = int(os.environ.get("KANDEV_BENCH_SCALE_SESSIONS") or 200)
 PEOPLE = SESSIONS // 2
@@ -225,7 +226,7 @@ def _settle(database_url: str, session_ids: list[int], *, timeout: float) -> Non
                 (session_ids, list(ACTIVE)),
             ).fetchone()[0]
 
-        wait_until(done, timeout=timeout, what="every prompt's answer", interval=0.25)
+        eventually(done, timeout=timeout, what="every prompt's answer", interval=0.25)
 
 
 def _rows_check(database_url: str, submitted: list[dict]) -> dict:

@@ -1,4 +1,4 @@
-"""For tests and benchmarks that run the real stack as subprocesses: free ports, bounded waits,
+"""For tests and benchmarks that run the real stack as subprocesses: free ports,
 `manage.py` in a child environment, and throwaway PostgreSQL databases. The processes themselves
 are started from devtools/processes.py.
 
@@ -12,9 +12,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -28,18 +27,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def wait_until(
-    check: Callable[[], bool], *, timeout: float, what: str, interval: float = 0.1
-) -> None:
-    """Poll ``check`` until it holds; a bounded loop that names what never happened."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(interval)
-    raise TimeoutError(f"{what} not reached within {timeout:.0f}s")
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:

@@ -5,8 +5,9 @@ to stdout at the default verbosity) with the request's whole URI: a ``?token=...
 log as sent. Here every parameter keeps its name (useful when reading a log) and loses its value.
 
 ``access_log_redacted()`` is called by kandev_web/asgi.py, which Daphne's command line imports
-before it builds its access logger (the same hook as kandev_web/transport.py), so every way of
-starting Daphne on this app gets it. In a process Daphne does not serve, nothing is patched.
+before it builds its access logger (the same hook as kandev_web/daphne_websocket_close_codes.py),
+so every way of starting Daphne on this app gets it. In a process Daphne does not serve, nothing
+is patched.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from kandev_web.access_log import access_log_redacted  # noqa: E402
 from kandev_web.celery import app as celery_app  # noqa: E402
+from kandev_web.daphne_websocket_close_codes import close_failed_sockets_with_a_code  # noqa: E402
 from kandev_web.static_files import StaticFilesHandler  # noqa: E402
-from kandev_web.transport import close_failed_sockets_with_a_code  # noqa: E402
 from kandev_web.warmup import broker_warm_up  # noqa: E402
 from kandev_web.ws_origin import SameOriginValidator  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402

@@ -21,13 +21,16 @@ the guarantee channels_redis' backup queue gives, without its round trips. As wi
 own receive, one layer receives in one event loop.
 
 It relies on channels_redis internals (``_group_key``, ``_map_channel_keys_to_connection``, the
-delivery script's contract); the version is pinned in uv.lock and
-tests/integration/web/test_channel_layer.py holds this to what ``group_send`` does.
+layer's attributes, the delivery script's contract). It holds for the version in ``WRITTEN_FOR``
+only: importing this module refuses any other, and a release without those names
+(kandev_web/pinned_internals.py); tests/integration/web/test_channel_layer.py holds it to what
+``group_send`` does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 import time
 from collections import deque
@@ -36,7 +39,37 @@ from typing import Any
 
 from channels_redis.core import RedisChannelLayer as _RedisChannelLayer
 
+from kandev_web.pinned_internals import Version, names_check, written_for_check
+
 logger = logging.getLogger(__name__)
+
+PATCH = "kandev_web/channel_layer.py"
+WRITTEN_FOR = {"channels-redis": "4.3.0"}
+# What this module calls or overrides of channels_redis' layer, and what it reads of an instance.
+LAYER_METHODS = (
+    "_group_key",
+    "_map_channel_keys_to_connection",
+    "connection",
+    "consistent_hash",
+    "deserialize",
+    "receive_single",
+    "close_pools",
+    "group_send",
+    "require_valid_channel_name",
+    "require_valid_group_name",
+)
+LAYER_ATTRIBUTES = ("prefix", "expiry", "group_expiry", "brpop_timeout", "ring_size")
+
+
+def channels_redis_check(
+    *, version: Version = importlib.metadata.version, layer: type = _RedisChannelLayer
+) -> None:
+    """Refuses (UnpatchableDependency) a channels_redis this module was not written for."""
+    written_for_check(patch=PATCH, written_for=WRITTEN_FOR, version=version)
+    names_check(patch=PATCH, owner=layer, names=LAYER_METHODS)
+
+
+channels_redis_check()
 
 # Messages a process takes off its inbox per round trip.
 RECEIVE_BATCH = 100
@@ -62,6 +95,7 @@ return full
 class RedisChannelLayer(_RedisChannelLayer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        names_check(patch=PATCH, owner=self, names=LAYER_ATTRIBUTES)
         self._inboxes: dict[str, deque[bytes]] = {}
         self._takes: dict[str, asyncio.Task[None]] = {}
 

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from kandev_web.health import healthz
+from kandev_web.healthz import healthz
 from kandev_web.metrics import metrics_view
 from sessions_app.api import api
 

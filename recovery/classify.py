@@ -27,6 +27,7 @@ from recovery.taxonomy import (
     Evidence,
     Klass,
     Source,
+    http_status_of,
 )
 
 CATALOGUE_VERSION = "2026.12.1"
@@ -234,20 +235,10 @@ def _status(evidence: Evidence, bodies: list[Any]) -> int | None:
         return evidence.status
     for body in bodies:
         error = body.get("error")
-        relayed = _status_like(error.get("code")) if isinstance(error, dict) else None
+        relayed = http_status_of(error.get("code")) if isinstance(error, dict) else None
         if relayed is not None:
             return relayed
     return evidence.status
-
-
-def _status_like(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and 100 <= value <= 599:
-        return value
-    if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
-        return int(value)
-    return None
 
 
 def _classification(rule: Rule, facts: Facts) -> Classification:

@@ -33,9 +33,9 @@ from recovery.cancel import CancelToken
 from recovery.clock import Clock, SystemClock
 from recovery.model_call import ModelCall
 from recovery.providers import leased_adapter
+from recovery.providers.abortable_http import AbortScope
 from recovery.providers.base import ProviderAdapter, StreamTimeouts, TargetConfig
 from recovery.providers.failures import stamped, wire_failure
-from recovery.providers.transport import AbortScope
 from recovery.stream_events import StreamEvent, TextDelta, ThinkingDelta, ToolCall, TurnEnd, Usage
 from recovery.taxonomy import Exposure, Kind, Phase, ProviderFailure, Source
 

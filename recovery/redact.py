@@ -1,11 +1,8 @@
 """Two redaction tiers, both idempotent (redacting twice changes nothing more).
 
-- Credential tier, for user text and agent output: removes the secret formats in
-  ``SECRET_FORMATS`` (one table: each format, its pattern and a generator of fake examples for the
-  measured corpus) and the values the caller configured (``known_values``), in plain, JSON-escaped
-  and URL-encoded text, and leaves everything else as written. Source code is not a secret: an
-  assignment such as ``key: str``, ``token = lexer.next()`` or ``password = input("pw: ")`` is
-  kept, because only literal, high-entropy values (``_is_secret_value``) count.
+- Credential tier, for user text and agent output: removes the secret formats of
+  recovery/secret_formats.py and the values the caller configured (``known_values``), in plain,
+  JSON-escaped and URL-encoded text, and leaves everything else as written.
 - Diagnostic tier, for provider output before it is stored, logged or shown: the credential
   tier plus URL reduction (scheme and host only), internal ids, absolute paths and long opaque
   runs; then truncation on a UTF-8 boundary. Redaction happens first, so truncation can never
@@ -17,315 +14,29 @@ memory. Text is cut into segments at whitespace that cannot be inside a secret c
 functions run the same segmenter, so any split of a text gives exactly the whole text's result.
 
 Every replacement is a bracketed marker that no pattern matches, which is what makes both tiers
-idempotent. Formats and value shapes were chosen after reading gitleaks' rule set and
-detect-secrets' keyword and high-entropy plugins; the patterns are our own.
+idempotent.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import math
 import re
-import string
-from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from random import Random
-from urllib.parse import quote, unquote
+from urllib.parse import quote
+
+from recovery.secret_formats import (
+    AUTH_SCHEME,
+    NOT_BEFORE,
+    QUOTE,
+    SECRET_FORMATS,
+    SECRET_NAME,
+    SPACE,
+    SecretFormat,
+)
 
 REDACTED = "[REDACTED]"
 TRUNCATION_MARK = "…"
 
 _Sub = tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]
-
-# Encoded forms of the few characters the patterns need around a value: a space, a quote, a
-# separator. JSON escapes a quote as \" (once per level of nesting); URL-encoding as %22.
-_SP = r"(?:[ \t]|%20|\+)"
-_Q = r"(?:\\{0,3}[\"']|%22|%27)"
-_SEP = _SP + r"*(?:[:=]|%3[AaDd])" + _SP + r"*"
-# Not glued to a word, but a URL-encoded byte (%22, %3D) may come right before.
-_NOT_BEFORE = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2}))"
-_NOT_AFTER = r"(?![A-Za-z0-9])"
-
-
-def _alnum(rng: Random, n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
-    # A fake must look random to the value-shape check: at least one digit, lower and upper.
-    while True:
-        body = "".join(rng.choice(alphabet) for _ in range(n))
-        if len({_char_class(ch) for ch in body}) >= min(3, len({_char_class(a) for a in alphabet})):
-            return body
-
-
-def _char_class(ch: str) -> str:
-    if ch.isdigit():
-        return "digit"
-    if ch.islower():
-        return "lower"
-    if ch.isupper():
-        return "upper"
-    return "symbol"
-
-
-def _b64url(rng: Random, n: int) -> str:
-    return _alnum(rng, n, string.ascii_letters + string.digits + "-_")
-
-
-def _whole(make: Callable[[Random], str]) -> Callable[[Random], tuple[str, str]]:
-    def fake(rng: Random) -> tuple[str, str]:
-        token = make(rng)
-        return token, token
-
-    return fake
-
-
-def _in_context(
-    contexts: tuple[str, ...], make: Callable[[Random], str]
-) -> Callable[[Random], tuple[str, str]]:
-    def fake(rng: Random) -> tuple[str, str]:
-        value = make(rng)
-        return rng.choice(contexts).format(value), value
-
-    return fake
-
-
-def _fake_jwt(rng: Random) -> str:
-    header = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
-    claims = base64.urlsafe_b64encode(
-        f'{{"sub":"{_alnum(rng, 10)}","iat":{rng.randrange(10**9, 2 * 10**9)}}}'.encode()
-    )
-    return f"{header}.{claims.decode().rstrip('=')}.{_b64url(rng, 43)}"
-
-
-def _fake_pem(rng: Random) -> tuple[str, str]:
-    body = base64.b64encode(rng.randbytes(96)).decode()
-    lines = [body[i : i + 64] for i in range(0, len(body), 64)]
-    kind = rng.choice(["RSA PRIVATE KEY", "PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY"])
-    block = f"-----BEGIN {kind}-----\n" + "\n".join(lines) + f"\n-----END {kind}-----"
-    return block, lines[0]
-
-
-def _fake_basic(rng: Random) -> tuple[str, str]:
-    pair = f"{_alnum(rng, 6, string.ascii_lowercase)}:{_alnum(rng, 16)}".encode()
-    value = base64.b64encode(pair).decode()
-    return rng.choice(["Authorization: Basic {}", "Basic {}"]).format(value), value
-
-
-@dataclass(frozen=True, slots=True)
-class SecretFormat:
-    name: str
-    pattern: re.Pattern[str]
-    # A format-valid fake for the measured corpus, never a real one: (text as written, the part
-    # of it that must not survive).
-    fake: Callable[[Random], tuple[str, str]]
-    keep: int = 0  # leading groups kept (a header name, a scheme), the rest becomes the marker
-    # Value-shape check on the last group, given the kept prefix (group 1) too.
-    check: Callable[[str, str], bool] | None = None
-
-
-def _basic_decodes_to_a_pair(value: str) -> bool:
-    try:
-        decoded = base64.b64decode(unquote(value), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return False
-    return ":" in decoded and decoded.isprintable()
-
-
-def _entropy(value: str) -> float:
-    counts = Counter(value)
-    return -sum(c / len(value) * math.log2(c / len(value)) for c in counts.values())
-
-
-_PLACEHOLDER = re.compile(
-    r"(?i)(?:x+|\*+|\.+|-+|_+|<[^>]*>|\$\{?\w+\}?|%\(\w+\)s|"
-    r"(?:your|my|the|some|example|dummy|fake|test|sample|change|replace)[\w-]*|"
-    r"password|passwd|secret|changeit)"
-)
-_IDENTIFIER_PATH = re.compile(r"[A-Za-z_$][\w$]*(?:[.:][A-Za-z_$][\w$]*)*")
-
-
-def _is_secret_value(value: str, *, quoted: bool = False) -> bool:
-    """A literal that looks random: not an identifier, a code expression or a placeholder.
-
-    Unquoted, ``name_2`` or ``utf8`` is an identifier; quoted, it is a literal and only its shape
-    decides.
-    """
-    value = unquote(value) if "%" in value else value
-    if not 10 <= len(value) <= 512 or _PLACEHOLDER.fullmatch(value):
-        return False  # under 10 characters: rsa:3072, utf-8-sig, ordinary settings values
-    # Separators make a setting (rsa:3072, en_US.UTF-8), not randomness.
-    classes = {_char_class(ch) for ch in value if ch not in ":._-/"}
-    if "digit" not in classes and not (len(value) >= 20 and _entropy(value) >= 4.0):
-        return False  # words, identifiers and paths (lexer.next, America/New_York) carry no digits
-    if _IDENTIFIER_PATH.fullmatch(value) and not (
-        len(value) >= (12 if quoted else 16) and {"lower", "upper", "digit"} <= classes
-    ):
-        return False  # name_2, utf8, self.key1, ns0:value: identifiers with a digit
-    if value.isdigit() or re.fullmatch(r"[\d.:/+\-]+", value):
-        return False  # numbers, versions, dates, ports
-    return len(classes) >= 3 or _entropy(value) >= 3.0
-
-
-# The value of a keyed assignment or a header: runs to a quote, whitespace or code punctuation;
-# URL-encoded separators (%20 %22 %26 %27 %2C %3B %0A) end it too.
-_VALUE = (
-    r"((?:(?!%(?:0[AD]|2[0267C]|3B|5[BD]|7[BD]))[^\s\"'`\\,;&(){}\[\]<>|…]){8,512}+)"
-    r"(?!\(|\[(?!REDACTED\]))"  # a call or an index is code; a value glued to a marker is not
-)
-_SECRET_NAMES = (
-    r"api[_-]?key|apikey|access[_-]?key(?:[_-]?id)?|secret(?:[_-]?access)?(?:[_-]?key)?"
-    r"|client[_-]?secret|private[_-]?key|password|passwd|passphrase|pwd|token|access[_-]?token"
-    r"|refresh[_-]?token|id[_-]?token|auth[_-]?token|session[_-]?token|credentials?|key"
-    r"|authorization|secret[_-]?token|signing[_-]?key"
-)
-_NAME = _NOT_BEFORE + r"((?:[\w-]*[_-])?(?:" + _SECRET_NAMES + r"))(?![A-Za-z0-9])"
-_SCHEMES = r"(?:Bearer|Basic|Token|Bot|Key)"
-
-
-def _pem_pattern() -> re.Pattern[str]:
-    # Header and footer in plain, JSON-escaped (\n) and URL-encoded (%20, %0A) forms; a block whose
-    # footer never came (cut output) is removed to the end of the segment.
-    header = r"-----BEGIN" + _SP + r"(?:[A-Z0-9]+" + _SP + r")*PRIVATE" + _SP + r"KEY(?:" + _SP
-    header += r"BLOCK)?-----"
-    footer = r"-----END" + _SP + r"(?:[A-Z0-9]+" + _SP + r")*PRIVATE" + _SP + r"KEY(?:" + _SP
-    footer += r"BLOCK)?-----"
-    return re.compile(header + r"[\s\S]*?(?:" + footer + r"|$)")
-
-
-SECRET_FORMATS: tuple[SecretFormat, ...] = (
-    SecretFormat(
-        "pem_private_key",
-        _pem_pattern(),
-        _fake_pem,
-        # A key has a base64 body; "-----BEGIN PRIVATE KEY-----\nXXXX" in a test is a placeholder.
-        check=lambda v, _: re.search(r"[A-Za-z0-9+/]{32,}", unquote(v)) is not None,
-    ),
-    SecretFormat(
-        "anthropic",
-        # The sk-ant- prefix is unambiguous, so even a short test key counts.
-        re.compile(_NOT_BEFORE + r"sk-ant-[A-Za-z0-9_\-]{8,}"),
-        _whole(lambda rng: f"sk-ant-api03-{_b64url(rng, 93)}AA"),
-    ),
-    SecretFormat(
-        "openai",
-        re.compile(_NOT_BEFORE + r"sk-(?:proj-|svcacct-|admin-|or-v1-|or-)?[A-Za-z0-9_\-]{20,}"),
-        _whole(lambda rng: rng.choice(["sk-proj-", "sk-svcacct-", "sk-"]) + _b64url(rng, 48)),
-        check=lambda v, _: any(ch.isdigit() for ch in v),
-    ),
-    SecretFormat(
-        "aws_access_key_id",
-        re.compile(_NOT_BEFORE + r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}" + _NOT_AFTER),
-        _whole(lambda rng: "AKIA" + _alnum(rng, 16, string.ascii_uppercase + string.digits)),
-    ),
-    SecretFormat(
-        "aws_secret_access_key",
-        # 40 characters of base64 are a hash as often as a key, so only in an assignment.
-        re.compile(
-            r"(?i)" + _NOT_BEFORE + r"((?:aws_?)?secret_?access_?key" + _Q + r"?" + _SEP + _Q + r"?)"
-            r"([A-Za-z0-9/+]{40}|(?:[A-Za-z0-9]|%2[BF]){40,60})" + _NOT_AFTER
-        ),
-        _in_context(
-            ("aws_secret_access_key = {}", 'AWS_SECRET_ACCESS_KEY="{}"'),
-            lambda rng: _alnum(rng, 40, string.ascii_letters + string.digits + "/+"),
-        ),
-        keep=1,
-    ),
-    SecretFormat(
-        "github",
-        re.compile(_NOT_BEFORE + r"(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|github_pat_\w{40,})"),
-        _whole(
-            lambda rng: rng.choice(
-                [
-                    f"ghp_{_alnum(rng, 36)}",
-                    f"gho_{_alnum(rng, 36)}",
-                    f"github_pat_11A{_alnum(rng, 19)}_{_alnum(rng, 59)}",
-                ]
-            )
-        ),
-    ),
-    SecretFormat(
-        "google_api_key",
-        re.compile(_NOT_BEFORE + r"AIza[0-9A-Za-z_\-]{35}" + _NOT_AFTER),
-        _whole(lambda rng: "AIza" + _b64url(rng, 35)),
-    ),
-    SecretFormat(
-        "slack",
-        re.compile(_NOT_BEFORE + r"xox[abposre]-[0-9A-Za-z\-]{10,}"),
-        _whole(lambda rng: f"xoxb-{rng.randrange(10**12)}-{rng.randrange(10**12)}-{_alnum(rng, 24)}"),
-    ),
-    SecretFormat(
-        "stripe",
-        re.compile(_NOT_BEFORE + r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"),
-        _whole(lambda rng: "sk_live_" + _alnum(rng, 99)),
-    ),
-    SecretFormat(
-        "hugging_face",
-        re.compile(_NOT_BEFORE + r"hf_[A-Za-z0-9]{30,}"),
-        _whole(lambda rng: "hf_" + _alnum(rng, 34)),
-    ),
-    SecretFormat(
-        "groq",
-        re.compile(_NOT_BEFORE + r"gsk_[A-Za-z0-9]{40,}"),
-        _whole(lambda rng: "gsk_" + _alnum(rng, 52)),
-    ),
-    SecretFormat(
-        "xai",
-        re.compile(_NOT_BEFORE + r"xai-[A-Za-z0-9]{40,}"),
-        _whole(lambda rng: "xai-" + _alnum(rng, 80)),
-    ),
-    SecretFormat(
-        "jwt",
-        re.compile(_NOT_BEFORE + r"eyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*"),
-        _whole(_fake_jwt),
-    ),
-    SecretFormat(
-        "basic_auth",
-        re.compile(_NOT_BEFORE + r"(Basic" + _SP + r"+)((?:[A-Za-z0-9+/]|%2[BF]){8,}(?:=|%3D){0,2})" + _NOT_AFTER),
-        _fake_basic,
-        keep=1,
-        check=lambda v, _: _basic_decodes_to_a_pair(v),
-    ),
-    SecretFormat(
-        "bearer_token",
-        re.compile(
-            r"(?i)" + _NOT_BEFORE + r"((?:Bearer|Token|Bot)" + _SP + r"+)"
-            r"((?:[A-Za-z0-9\-._~+/]|%2[BF]){16,}+(?:=|%3D)*)(?![(\[])"
-        ),
-        _in_context(("Bearer {}", "Authorization: Bearer {}"), lambda rng: _b64url(rng, 40)),
-        keep=1,
-        check=lambda v, _: _is_secret_value(v),
-    ),
-    SecretFormat(
-        "url_userinfo",
-        # scheme://user:password@ in any URL (postgres://, redis://, https://), also URL-encoded.
-        re.compile(
-            r"(?i)(?:(?<![A-Za-z0-9+.\-])|(?<=%[0-9A-F]{2}))([a-z][a-z0-9+.\-]*(?:://|%3A%2F%2F)[^/\s@:\"'<>%]*(?::|%3A))"
-            r"((?:[^/\s@\"'<>%]|%(?!40)[0-9A-F]{2})+)(?=@|%40)"
-        ),
-        _in_context(
-            ("postgresql://admin:{}@db.internal:5432/kandev", "https://bot:{}@git.example.com/r.git"),
-            lambda rng: _alnum(rng, 20),
-        ),
-        keep=1,
-        # Short ones are examples in docs and tests (user:pass@, evil:thing@).
-        check=lambda v, _: len(unquote(v)) >= 8 and not _PLACEHOLDER.fullmatch(unquote(v)),
-    ),
-    SecretFormat(
-        "keyed_assignment",
-        # NAME (prefixed or not: OPENAI_API_KEY, x-api-key), optionally quoted, = or :, an optional
-        # auth scheme, then a literal value that looks random (``_is_secret_value``).
-        re.compile(
-            r"(?i)(" + _NAME + _Q + r"?" + _SEP + r"(?:" + _SCHEMES + _SP + r"+)?" + _Q + r"?)"
-            + _VALUE
-        ),
-        _in_context(
-            ("api_key={}", "password: {}", '"client_secret": "{}"', "X-Api-Key: {}", "token='{}'"),
-            lambda rng: _alnum(rng, 24, string.ascii_letters + string.digits + "!#*-_"),
-        ),
-        keep=1,
-        check=lambda v, prefix: _is_secret_value(v, quoted=re.search(_Q + "$", prefix) is not None),
-    ),
-)
 
 
 def _replacement(fmt: SecretFormat) -> Callable[[re.Match[str]], str]:
@@ -349,7 +60,9 @@ def _known_value_forms(values: Iterable[str]) -> tuple[str, ...]:
     for value in values:
         if len(value) < 8:
             continue
-        forms.update({value, quote(value, safe=""), value.replace("\\", "\\\\").replace('"', '\\"')})
+        forms.update(
+            {value, quote(value, safe=""), value.replace("\\", "\\\\").replace('"', '\\"')}
+        )
     return tuple(sorted(forms, key=len, reverse=True))
 
 
@@ -375,12 +88,12 @@ SEGMENT_LIMIT = 4096  # a segment without a safe cut is forced to end here (boun
 PEM_SEGMENT_LIMIT = 16384  # a private key block is longer than any other secret
 _WHITESPACE_RUN = re.compile(r"\s+")
 _CONNECTOR_TOKEN = re.compile(
-    r"(?i).*(?:[:=\"'\\]|%(?:3[AD]|2[027])|" + _NAME + _Q + r"?|" + _NOT_BEFORE + _SCHEMES
-    + r"|-----BEGIN)"
+    r"(?i).*(?:[:=\"'\\]|%(?:3[AD]|2[027])|"
+    + rf"{SECRET_NAME}{QUOTE}?|{NOT_BEFORE}{AUTH_SCHEME}|-----BEGIN)"
 )
 _PEM_OPEN = re.compile(
-    r"-----BEGIN(?!" + _SP + r"(?:CERTIFICATE|PUBLIC|PGP" + _SP + r"(?:PUBLIC|SIGNATURE)))"
-    r"(?![\s\S]*-----END[\s\S]*KEY(?:" + _SP + r"BLOCK)?-----)"
+    r"-----BEGIN(?!" + SPACE + r"(?:CERTIFICATE|PUBLIC|PGP" + SPACE + r"(?:PUBLIC|SIGNATURE)))"
+    r"(?![\s\S]*-----END[\s\S]*KEY(?:" + SPACE + r"BLOCK)?-----)"
 )
 _SECRET_CHARS = re.compile(r"[\w\-+/=.%~\\]")
 
@@ -416,7 +129,9 @@ def _segment_end(text: str, start: int, *, final: bool) -> int | None:
 
 
 def _limit(text: str, start: int) -> int:
-    return PEM_SEGMENT_LIMIT if "-----BEGIN" in text[start : start + SEGMENT_LIMIT] else SEGMENT_LIMIT
+    return (
+        PEM_SEGMENT_LIMIT if "-----BEGIN" in text[start : start + SEGMENT_LIMIT] else SEGMENT_LIMIT
+    )
 
 
 def _forced_end(text: str, start: int) -> int:
@@ -493,7 +208,9 @@ class StreamRedactor:
         if found is None:
             return False
         word = found.group(1) or ""
-        if (word and any(t.startswith(word) or word.startswith(t) for t in _TRIGGERS)) or "eyJ" in word:
+        if (
+            word and any(t.startswith(word) or word.startswith(t) for t in _TRIGGERS)
+        ) or "eyJ" in word:
             return False
         # A configured value could begin inside the word.
         return not any(
@@ -519,7 +236,8 @@ _DIAGNOSTIC_SUBS: tuple[_Sub, ...] = (
     ),
     (
         re.compile(
-            r"(?<![0-9A-Fa-f])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![0-9A-Fa-f])"
+            r"(?<![0-9A-Fa-f])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+            r"[0-9a-fA-F]{12}(?![0-9A-Fa-f])"
         ),
         "[UUID]",
     ),

@@ -175,6 +175,19 @@ class Evidence:
     should_retry: bool | None = None  # the provider's x-should-retry header; None when absent
 
 
+def http_status_of(value: object) -> int | None:
+    """An HTTP status written in a provider's error body (a number, or a string of digits), or
+    None for anything else. Gateways put one in ``error.code``, where it must not pass for an
+    error code of the provider's own."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and 100 <= value <= 599:
+        return value
+    if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
+        return int(value)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Classification:
     code: Code

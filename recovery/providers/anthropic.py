@@ -14,15 +14,11 @@ import anthropic
 
 from recovery.clock import Clock
 from recovery.model_call import ModelCall, TextPart, ToolResultPart, ToolUsePart
+from recovery.providers.abortable_http import Resolver, sdk_client
 from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, TargetConfig, WireItem
 from recovery.providers.failures import stream_error_failure, wire_failure
 from recovery.providers.httpwire import SdkErrors, SSEResponseStream, sse_open
 from recovery.providers.sse import ServerSentEvent
-from recovery.providers.transport import (
-    Resolver,
-    abortable_http_client,
-    without_ambient_headers,
-)
 from recovery.stream_events import TextDelta, ThinkingDelta, ToolCall, TurnEnd, Usage
 from recovery.taxonomy import Kind, Phase, ProviderFailure
 
@@ -227,18 +223,8 @@ class AnthropicAdapter:
         self, target: TargetConfig, *, timeouts: StreamTimeouts, resolve: Resolver | None = None
     ) -> None:
         self._target = target
-        self._client = without_ambient_headers(
-            anthropic.Anthropic(
-                api_key=target.api_key,
-                base_url=target.base_url,
-                max_retries=0,  # one loop owns every retry (the app's ladder)
-                http_client=abortable_http_client(
-                    connect_s=timeouts.connect_s,
-                    idle_s=timeouts.idle_s,
-                    write_s=timeouts.write_s,
-                    resolve=resolve,
-                ),
-            )
+        self._client = sdk_client(
+            anthropic.Anthropic, target=target, timeouts=timeouts, resolve=resolve
         )
 
     def open(self, call: ModelCall, *, on_bytes: ByteObserver, clock: Clock) -> SSEResponseStream:

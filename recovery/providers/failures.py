@@ -24,7 +24,15 @@ from typing import Any
 
 from recovery.clock import Clock
 from recovery.redact import redact_diagnostic
-from recovery.taxonomy import Evidence, Exposure, Kind, Phase, ProviderFailure, Source
+from recovery.taxonomy import (
+    Evidence,
+    Exposure,
+    Kind,
+    Phase,
+    ProviderFailure,
+    Source,
+    http_status_of,
+)
 
 _STRING_LIMIT_BYTES = 512  # per JSON string value, so the whole excerpt stays under 4 KiB
 # Redaction cost grows with its input and an excerpt keeps at most 4 KiB, so text beyond this is
@@ -220,7 +228,7 @@ def provider_code_of(payload: Any) -> str | None:
         return None
     raw_code = error.get("code")
     kind = error.get("type") if isinstance(error.get("type"), str) else None
-    code = raw_code if isinstance(raw_code, str) and _status_like(raw_code) is None else None
+    code = raw_code if isinstance(raw_code, str) and http_status_of(raw_code) is None else None
     upstream = _upstream_code(error.get("metadata"))
     return upstream or code or (kind if kind not in (None, "None", "error") else None)
 
@@ -247,16 +255,6 @@ def _upstream_code(metadata: Any) -> str | None:
         nested = found if isinstance(found, dict) else inner
         value = nested.get("type") or nested.get("code")
         return value if isinstance(value, str) and value != "error" else None
-    return None
-
-
-def _status_like(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and 100 <= value <= 599:
-        return value
-    if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
-        return int(value)
     return None
 
 
@@ -305,7 +303,9 @@ def reset_at_ms(headers: Mapping[str, str], *, clock: Clock) -> int | None:
             remaining = headers.get(lower[: -len("reset")] + "remaining")
         elif lower.startswith("x-ratelimit-reset-"):
             duration = _duration_ms(value)
-            at = None if duration is None else int(clock.now() * 1000) + min(duration, HINT_LIMIT_MS)
+            at = (
+                None if duration is None else int(clock.now() * 1000) + min(duration, HINT_LIMIT_MS)
+            )
             remaining = headers.get("x-ratelimit-remaining-" + lower[len("x-ratelimit-reset-") :])
         else:
             continue

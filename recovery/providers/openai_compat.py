@@ -14,15 +14,11 @@ import openai
 
 from recovery.clock import Clock
 from recovery.model_call import ModelCall, TextPart, ToolResultPart, ToolUsePart
+from recovery.providers.abortable_http import Resolver, sdk_client
 from recovery.providers.base import ByteObserver, Metadata, StreamTimeouts, TargetConfig, WireItem
 from recovery.providers.failures import stream_error_failure, wire_failure
 from recovery.providers.httpwire import SdkErrors, SSEResponseStream, sse_open
 from recovery.providers.sse import ServerSentEvent
-from recovery.providers.transport import (
-    Resolver,
-    abortable_http_client,
-    without_ambient_headers,
-)
 from recovery.stream_events import TextDelta, ThinkingDelta, ToolCall, TurnEnd, Usage
 from recovery.taxonomy import Kind, Phase, ProviderFailure
 
@@ -178,13 +174,18 @@ class OpenAIDecoder:
         self._tools.clear()
         return calls
 
-    def _finished_in_error(self, payload: dict[str, Any], choice: dict[str, Any]) -> ProviderFailure:
+    def _finished_in_error(
+        self, payload: dict[str, Any], choice: dict[str, Any]
+    ) -> ProviderFailure:
         """`finish_reason: "error"` (OpenRouter and other gateways): the generation failed, so the
         turn is a failure, never a finished answer. An error object beside it is the evidence."""
         error = choice.get("error")
         if isinstance(error, dict):
             return stream_error_failure(
-                provider_id=self._provider_id, model=self._model, payload={"error": error}, status=None
+                provider_id=self._provider_id,
+                model=self._model,
+                payload={"error": error},
+                status=None,
             )
         return wire_failure(
             provider_id=self._provider_id,
@@ -239,19 +240,7 @@ class OpenAICompatAdapter:
         self, target: TargetConfig, *, timeouts: StreamTimeouts, resolve: Resolver | None = None
     ) -> None:
         self._target = target
-        self._client = without_ambient_headers(
-            openai.OpenAI(
-                api_key=target.api_key,
-                base_url=target.base_url,
-                max_retries=0,  # one loop owns every retry
-                http_client=abortable_http_client(
-                    connect_s=timeouts.connect_s,
-                    idle_s=timeouts.idle_s,
-                    write_s=timeouts.write_s,
-                    resolve=resolve,
-                ),
-            )
-        )
+        self._client = sdk_client(openai.OpenAI, target=target, timeouts=timeouts, resolve=resolve)
         # Read from OPENAI_ORG_ID / OPENAI_PROJECT_ID when not passed; a target names neither.
         self._client.organization = None
         self._client.project = None

@@ -5,11 +5,11 @@ agent really sent. Every test runs once per agent."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.db import connection
 
+from devtools.eventually import eventually
 from recovery.providers.acp import AcpPromptSpec, AgentText, Correlation, acp_prompt_iter
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.agent.targets import acp_config_for
@@ -194,10 +194,12 @@ def _in_a_thread(work) -> threading.Thread:
 
 
 def _agent_busy_with_a_request(chat, *, requests: int) -> list:
-    deadline = time.monotonic() + 120
-    while len(chat.requests()) < requests:
-        assert time.monotonic() < deadline, "the agent never called the provider"
-        time.sleep(0.1)
+    eventually(
+        lambda: len(chat.requests()) >= requests,
+        timeout=120,
+        interval=0.1,
+        what="the agent calling the provider",
+    )
     tree = agent_tree()
     assert tree, "no agent process found"
     return tree

@@ -15,7 +15,7 @@ import signal
 import pytest
 from django.conf import settings
 
-from devtools.testbed import wait_until
+from devtools.eventually import eventually
 from sessions_app.metrics_export import queue_depth
 from tests.chaos.stack import (
     SUBMIT,
@@ -51,7 +51,7 @@ def test_a_retry_held_by_a_killed_worker_is_back_in_the_queue_at_once_and_runs_o
     with celery_worker(queue=chaos.queue, env=chaos.env, log_path=first_log) as first:
         ids = shell_json(chaos.env, SUBMIT)
         generation_id, session_id = ids["generation_id"], ids["session_id"]
-        wait_until(
+        eventually(
             lambda: (
                 (loop := loop_of(chaos, generation_id)) is not None
                 and loop[1] == "waiting"
@@ -68,7 +68,7 @@ def test_a_retry_held_by_a_killed_worker_is_back_in_the_queue_at_once_and_runs_o
     assert (state, attempt, chaos.mock.count()) == ("waiting", 1, 1)
     # No worker is running, no sweeper exists: the message is back only because RabbitMQ saw
     # its consumer die.
-    wait_until(
+    eventually(
         lambda: queue_depth(chaos.queue) == 1,
         timeout=REDELIVERED_WITHIN_S,
         interval=0.1,
@@ -76,7 +76,7 @@ def test_a_retry_held_by_a_killed_worker_is_back_in_the_queue_at_once_and_runs_o
     )
 
     with celery_worker(queue=chaos.queue, env=chaos.env, log_path=second_log):
-        wait_until(
+        eventually(
             lambda: generation_state(chaos, generation_id) not in ("waiting_retry", "running"),
             timeout=40,
             interval=0.2,
@@ -101,7 +101,7 @@ def test_a_turn_whose_worker_was_killed_is_redelivered_at_once_and_its_claim_ref
     with celery_worker(queue=chaos.queue, env=chaos.env, log_path=first_log) as first:
         ids = shell_json(chaos.env, MID_TURN)
         generation_id, session_id = ids["generation_id"], ids["session_id"]
-        wait_until(
+        eventually(
             lambda: len(assistant_messages(chaos, session_id)) == 1,
             timeout=60,
             interval=0.05,
@@ -110,7 +110,7 @@ def test_a_turn_whose_worker_was_killed_is_redelivered_at_once_and_its_claim_ref
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
 
-    wait_until(
+    eventually(
         lambda: queue_depth(chaos.queue) == 1,
         timeout=REDELIVERED_WITHIN_S,
         interval=0.1,
@@ -118,13 +118,13 @@ def test_a_turn_whose_worker_was_killed_is_redelivered_at_once_and_its_claim_ref
     )
     refused = f"generation {generation_id} not claimed: already claimed, or held in line"
     with celery_worker(queue=chaos.queue, env=chaos.env, log_path=second_log):
-        wait_until(
+        eventually(
             lambda: log_count(second_log, refused) == 1,
             timeout=30,
             interval=0.1,
             what="the redelivered turn to be refused by its claim",
         )
-        wait_until(
+        eventually(
             lambda: queue_depth(chaos.queue) == 0,
             timeout=10,
             interval=0.1,

@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings
 
 from devtools import processes
-from devtools.testbed import wait_until
+from devtools.eventually import eventually
 from tests.chaos.stack import (
     SUBMIT,
     assistant_messages,
@@ -51,7 +51,7 @@ def test_a_worker_killed_while_holding_a_retry_does_not_lose_it_and_it_runs_once
         with celery_worker(queue=chaos.queue, env=chaos.env, log_path=first_log) as first:
             ids = shell_json(chaos.env, SUBMIT)
             generation_id, session_id = ids["generation_id"], ids["session_id"]
-            wait_until(
+            eventually(
                 lambda: (
                     (loop := loop_of(chaos, generation_id)) is not None
                     and loop[1] == "waiting"
@@ -74,7 +74,7 @@ def test_a_worker_killed_while_holding_a_retry_does_not_lose_it_and_it_runs_once
         assert task_id not in queued_task_ids(chaos.broker, queue=chaos.queue)
 
         with celery_worker(queue=chaos.queue, env=chaos.env, log_path=second_log):
-            wait_until(
+            eventually(
                 lambda: generation_state(chaos, generation_id) not in ("waiting_retry", "running"),
                 timeout=40,
                 interval=0.2,
@@ -92,7 +92,7 @@ def test_a_worker_killed_while_holding_a_retry_does_not_lose_it_and_it_runs_once
             assert task_id in unacked_restore(
                 chaos.broker, queue=chaos.queue, tags=held_by_the_dead
             )
-            wait_until(
+            eventually(
                 lambda: log_count(second_log, refused) >= sweeps,
                 timeout=20,
                 interval=0.1,

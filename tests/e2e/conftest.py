@@ -76,19 +76,18 @@ class Stack:
 # One prompt through the whole pipeline before any browser looks: the worker's first run pays for
 # importing the provider SDKs, which on a busy 2-core machine can take longer than a UI wait.
 WARM_UP_CODE = f"""
-import time
 from django.contrib.auth import get_user_model
+from devtools.eventually import eventually
 from sessions_app.models import PromptGeneration, ProviderTarget
 from sessions_app.services import prompt_submit, session_create
 user = get_user_model().objects.get(username={USERNAME!r})
 session = session_create(owner=user, target=ProviderTarget.objects.get(name="Mock"), title="Warm-up")
 generation = prompt_submit(session=session, user=user, text="warm up")
-deadline = time.monotonic() + 120
-while time.monotonic() < deadline:
+def state():
     generation.refresh_from_db()
-    if generation.state not in PromptGeneration.ACTIVE_STATES:
-        break
-    time.sleep(0.2)
+    return generation.state
+eventually(state, until=lambda now: now not in PromptGeneration.ACTIVE_STATES, timeout=120,
+           interval=0.2, what="the warm-up prompt to end")
 assert generation.state == PromptGeneration.State.SUCCEEDED, generation.state
 """
 

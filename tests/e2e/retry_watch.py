@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import urllib.request
 from dataclasses import dataclass, field
 
@@ -117,14 +116,3 @@ def api_get(base_url: str, path: str, *, token: str) -> dict:
 def mock_requests(mock_url: str) -> list[dict]:
     with urllib.request.urlopen(f"{mock_url}/_mock/requests", timeout=10) as response:
         return json.loads(response.read())["requests"]
-
-
-def wait_for(predicate, *, timeout: float, what: str):
-    """Poll a real server until ``predicate()`` is truthy; returns its value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")

@@ -8,13 +8,8 @@ import re
 
 import pytest
 
-from tests.e2e.retry_watch import (
-    ServerWatch,
-    mock_requests,
-    page_seen,
-    wait_for,
-    watch_page,
-)
+from devtools.eventually import eventually
+from tests.e2e.retry_watch import ServerWatch, mock_requests, page_seen, watch_page
 from tests.e2e.test_live_session import assert_fits_a_phone, open_session, send, wait_for_answer
 
 pytestmark = pytest.mark.browser
@@ -51,7 +46,7 @@ def test_an_overload_shows_one_banner_that_advances_and_leaves_on_success(
         for page in (desktop, phone):
             wait_for_answer(page)
             page.wait_for_selector("#notice .notice", state="detached")
-        wait_for(
+        eventually(
             lambda: server.samples and server.samples[-1].state == "idle",
             timeout=10,
             what="the API to report the session idle",
@@ -139,7 +134,7 @@ def test_a_429_retry_waits_at_least_as_long_as_its_retry_after(stack, desktop, p
         calls = mock_requests(stack.mock_url)[seen_before:]
         return calls if len(calls) >= 2 and all("status" in c for c in calls) else []
 
-    calls = wait_for(both_calls, timeout=10, what="the mock's record of both calls")
+    calls = eventually(both_calls, timeout=10, what="the mock's record of both calls")
     assert [c["status"] for c in calls] == [429, 200]
     waited = calls[1]["received_at"] - calls[0]["received_at"]
     assert waited >= 3.0, f"retried {waited:.2f}s after a 429 that asked for 3s"

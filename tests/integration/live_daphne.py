@@ -15,8 +15,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from devtools.eventually import eventually
 from devtools.processes import answers
-from devtools.testbed import ROOT, database_url_named, free_port, wait_until
+from devtools.testbed import ROOT, database_url_named, free_port
 from kandev_web.env import env_str
 
 
@@ -55,7 +56,7 @@ def live_daphne(
         )
         base_url = f"http://127.0.0.1:{port}"
         try:
-            wait_until(
+            eventually(
                 lambda: process.poll() is None and answers(f"{base_url}/accounts/login/"),
                 timeout=60,
                 what="daphne",

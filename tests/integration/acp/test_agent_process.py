@@ -13,6 +13,7 @@ import time
 
 import psutil
 
+from devtools.eventually import eventually
 from recovery.guard import CancelToken
 from recovery.providers.acp import PromptCompleted, PromptFailure, acp_prompt_iter
 from recovery.providers.acp.process import agent_processes_end_all, agent_processes_live
@@ -37,20 +38,27 @@ def helpers() -> list[psutil.Process]:
     ]
 
 
+def alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    running = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                running.append(process)
+        except psutil.NoSuchProcess:
+            continue
+    return running
+
+
 def gone(processes: list[psutil.Process], *, within_s: float = 5.0) -> bool:
-    """Whether every process has ended (a SIGKILL lands within milliseconds, not at once)."""
-    deadline = time.monotonic() + within_s
-    while True:
-        alive = []
-        for process in processes:
-            try:
-                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-                    alive.append(process)
-            except psutil.NoSuchProcess:
-                continue
-        if not alive or time.monotonic() > deadline:
-            return not alive
-        time.sleep(0.05)
+    """Whether every process has ended (a SIGKILL lands within milliseconds, not at once); fails
+    naming the ones still alive after ``within_s``."""
+    left = eventually(
+        lambda: alive(processes),
+        until=lambda running: not running,
+        timeout=within_s,
+        what="no process left",
+    )
+    return not left
 
 
 def collect(items, *, on_first_event=None):

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
-from devtools.testbed import wait_until
+from devtools.eventually import eventually
 from sessions_app.agent.runner import generation_run
 from sessions_app.agent.slots import agent_slot_holders
 from sessions_app.models import PromptGeneration
@@ -80,7 +80,7 @@ def test_a_person_cannot_take_the_second_slot_while_another_person_waits(
     a, b = UserFactory(), UserFactory()
     first, second, _third = prompts(a, acp_target, 3)
     worker(first)
-    wait_until(lambda: running(first), timeout=60, what="A's first prompt running")
+    eventually(lambda: running(first), timeout=60, what="A's first prompt running")
     (theirs,) = prompts(b, acp_target, 1)
 
     attempt = worker(second)
@@ -90,7 +90,7 @@ def test_a_person_cannot_take_the_second_slot_while_another_person_waits(
     assert not attempt.is_alive(), "A's second prompt took the slot B is owed"
     assert state_of(second) == ("queued", "agent_slot")
     worker(theirs)
-    wait_until(lambda: running(theirs), timeout=60, what="B's prompt running")
+    eventually(lambda: running(theirs), timeout=60, what="B's prompt running")
     holders = agent_slot_holders(directory=two_slots, count=2)
     assert sorted(holders) == sorted([str(a.pk), str(b.pk)])
 
@@ -102,11 +102,11 @@ def test_the_slot_a_persons_turn_gives_back_goes_to_the_person_waiting(
     first, second, third = prompts(a, acp_target, 3)
     for generation in (first, second):  # alone on the box, A may take both slots
         worker(generation)
-    wait_until(lambda: running(first) and running(second), timeout=60, what="A's two prompts")
+    eventually(lambda: running(first) and running(second), timeout=60, what="A's two prompts")
     (theirs,) = prompts(b, acp_target, 1)
 
     generation_stop_request(generation_id=first.pk)
-    wait_until(
+    eventually(
         lambda: len(agent_slot_holders(directory=two_slots, count=2)) == 1,
         timeout=60,
         what="A's first slot given back",
@@ -117,7 +117,7 @@ def test_the_slot_a_persons_turn_gives_back_goes_to_the_person_waiting(
     assert not attempt.is_alive(), "A's third prompt took the slot B waits for"
     assert state_of(third) == ("queued", "agent_slot")
     worker(theirs)
-    wait_until(lambda: running(theirs), timeout=60, what="B's prompt running")
+    eventually(lambda: running(theirs), timeout=60, what="B's prompt running")
 
 
 def test_a_person_alone_on_the_box_may_use_every_slot(acp_target, two_slots, worker):
@@ -127,5 +127,5 @@ def test_a_person_alone_on_the_box_may_use_every_slot(acp_target, two_slots, wor
     for generation in (first, second):
         worker(generation)
 
-    wait_until(lambda: running(first) and running(second), timeout=60, what="both prompts")
+    eventually(lambda: running(first) and running(second), timeout=60, what="both prompts")
     assert agent_slot_holders(directory=two_slots, count=2) == [str(a.pk)] * 2

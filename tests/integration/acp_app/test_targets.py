@@ -8,7 +8,6 @@ import json
 import os
 import sys
 import threading
-import time
 import tomllib
 
 import pytest
@@ -17,6 +16,7 @@ from django.core.management import call_command
 from django.db import connection
 
 import sessions_app.tasks  # noqa: F401 -- connects the worker's shutdown handlers, as Celery does
+from devtools.eventually import eventually
 from kandev_web.settings import acp_inherited_env
 from recovery.providers.acp.process import agent_processes_live
 from sessions_app.agent.registry import AGENTS
@@ -274,10 +274,11 @@ def test_a_worker_process_shutting_down_ends_the_agent_it_is_running(chat, owner
 
     worker = threading.Thread(target=work, daemon=True)
     worker.start()
-    deadline = time.monotonic() + 60
-    while not Message.objects.filter(session=chat, role="assistant").exists():
-        assert time.monotonic() < deadline, "the agent never answered"
-        time.sleep(0.05)
+    eventually(
+        Message.objects.filter(session=chat, role="assistant").exists,
+        timeout=60,
+        what="the agent's answer",
+    )
     assert len(agent_processes_live()) == 1
 
     worker_process_shutdown.send(sender=None, pid=os.getpid(), exitcode=0)

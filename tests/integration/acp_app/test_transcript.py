@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import random
 import threading
-import time
 
 import pytest
 from django.db import connection
 
+from devtools.eventually import eventually
 from recovery.providers.acp import AgentText, AgentThought, AgentToolCall, ResponseAttemptBoundary
 from sessions_app.agent.runner import generation_run
 from sessions_app.agent.turn import Turn
@@ -131,10 +131,11 @@ def test_stop_ends_a_streaming_answer_and_keeps_what_arrived(chat, owner, clock)
 
     worker = threading.Thread(target=work)
     worker.start()
-    deadline = time.monotonic() + 30
-    while not Message.objects.filter(session=chat, role="assistant").exists():
-        assert time.monotonic() < deadline, "the answer never started"
-        time.sleep(0.05)
+    eventually(
+        Message.objects.filter(session=chat, role="assistant").exists,
+        timeout=30,
+        what="the answer starting",
+    )
     session_stop(session=chat, user=owner)
     worker.join(30)
 

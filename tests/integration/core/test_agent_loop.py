@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from devtools.eventually import eventually
 from recovery.guard import open_stream as provider_open_stream
 from sessions_app import event_types as ev
 from sessions_app.agent import coalescer
@@ -131,10 +132,12 @@ def test_stop_ends_the_run_promptly_and_keeps_partial_text_incomplete(chat, owne
         target=lambda: (generation_run(generation_id=generation.pk), connection.close())
     )
     worker.start()
-    deadline = time.monotonic() + 10
-    while not Message.objects.filter(session=chat, role="assistant").exists():
-        assert time.monotonic() < deadline, "the answer never started"
-        time.sleep(0.02)
+    eventually(
+        Message.objects.filter(session=chat, role="assistant").exists,
+        timeout=10,
+        interval=0.02,
+        what="the answer starting",
+    )
     stopped_at = time.monotonic()
     session_stop(session=chat, user=owner)
     worker.join(10)

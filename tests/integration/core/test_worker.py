@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 from django.db import connection
 
+from devtools.eventually import eventually
 from devtools.testbed import database_url_named
 from kandev_web.env import env_str
 from sessions_app.models import Message, PromptGeneration
@@ -28,13 +28,19 @@ def worker(celery_queue, tmp_path):
 
 def test_a_submitted_prompt_is_answered_by_a_real_worker(chat, owner, worker):
     generation = prompt_submit(session=chat, user=owner, text="hello worker")
-    deadline = time.monotonic() + 30
-    while generation.state not in ("succeeded", "failed", "stopped"):
-        assert worker.poll() is None, "the worker exited"
-        assert time.monotonic() < deadline, "the worker never finished the generation"
-        time.sleep(0.1)
-        generation.refresh_from_db()
 
+    def state() -> str:
+        generation.refresh_from_db()
+        return generation.state
+
+    eventually(
+        state,
+        until=lambda now: now in ("succeeded", "failed", "stopped") or worker.poll() is not None,
+        timeout=30,
+        interval=0.1,
+        what="the worker finishing the generation",
+    )
+    assert worker.poll() is None, "the worker exited"
     assert generation.state == PromptGeneration.State.SUCCEEDED
     answer = Message.objects.get(session=chat, role="assistant")
     assert answer.text.startswith("You asked about hello worker.")

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -23,6 +22,7 @@ from django.contrib.auth.hashers import check_password
 
 from devtools import processes
 from devtools.devservices import BASE_DIR
+from devtools.eventually import eventually
 from devtools.processes import ProcessSpec
 from devtools.supervisor import STABLE_AFTER_S, Supervisor, config_from_env
 from devtools.testbed import free_port
@@ -72,14 +72,17 @@ class RunningSupervisor:
     def wait_for(self, text: str, *, timeout_s: float = 240) -> None:
         # A bound, not a pace: a first start initialises Postgres, which took over 90 s on a
         # 2-core machine at load 13.
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if any(text in line for line in self.lines):
-                return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"never saw {text!r}; output:\n{self.output[-4000:]}")
+        tail = eventually(
+            lambda: self.output[-4000:],
+            until=lambda _: self.saw(text) or self.process.poll() is not None,
+            timeout=timeout_s,
+            interval=0.1,
+            what=f"{text!r} in the supervisor's output",
+        )
+        assert self.saw(text), f"the supervisor exited before {text!r}; output:\n{tail}"
+
+    def saw(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
 
     def wait_exit(self, *, timeout_s: float = 40) -> int:
         code = self.process.wait(timeout=timeout_s)
@@ -202,20 +205,21 @@ def healthz_status(port: int) -> int:
         return error.code
 
 
-def wait_until(check, *, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if result := check():
-            return result
-        time.sleep(0.1)
-    raise AssertionError(f"{what} not reached within {timeout_s:.0f} s")
+def healthz_reaches(port: int, status: int, *, timeout_s: float, what: str) -> None:
+    eventually(
+        lambda: healthz_status(port),
+        until=lambda seen: seen == status,
+        timeout=timeout_s,
+        interval=0.1,
+        what=what,
+    )
 
 
 @pytest.mark.chaos
 def test_a_killed_worker_comes_back_while_web_keeps_serving(supervisor_factory):
     run = supervisor_factory(KANDEV_RESTART_DELAYS="1")
     run.wait_for(BANNER)
-    wait_until(lambda: healthz_status(run.port) == 200, timeout_s=30, what="a healthy app")
+    healthz_reaches(run.port, 200, timeout_s=30, what="a healthy app")
     others = {name: run.child(name).pid for name in ("mock", "beat", "web")}
     worker = run.child("worker")
     pool = worker.children()
@@ -223,9 +227,9 @@ def test_a_killed_worker_comes_back_while_web_keeps_serving(supervisor_factory):
     worker.kill()
 
     run.wait_for("worker exited with code -9; restarting it in 1 s (death 1 in a row)")
-    wait_until(lambda: healthz_status(run.port) == 503, timeout_s=10, what="503 while it is down")
+    healthz_reaches(run.port, 503, timeout_s=10, what="503 while it is down")
     assert http_status(f"http://127.0.0.1:{run.port}/accounts/login/") == 200
-    wait_until(lambda: healthz_status(run.port) == 200, timeout_s=60, what="healthy again")
+    healthz_reaches(run.port, 200, timeout_s=60, what="healthy again")
     restarted = run.child("worker")
     assert restarted.pid != worker.pid
     assert f"restarted worker (pid {restarted.pid})" in run.output

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from devtools import processes
-from devtools.testbed import wait_until
+from devtools.eventually import eventually
 from kandev_web.celery import app
 
 
@@ -28,7 +28,7 @@ def celery_worker(
     full_env = {**os.environ, **(env or {}), "KANDEV_CELERY_QUEUE": queue}
     with processes.running(spec, env=full_env, log_path=log_path, timeout_s=60) as process:
         # Its "ready." line comes as its consumer starts; /healthz needs it to answer pings too.
-        wait_until(
+        eventually(
             lambda: (
                 process.poll() is None
                 and bool(app.control.ping(destination=[node], timeout=0.5))

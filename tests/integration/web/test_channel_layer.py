@@ -13,6 +13,7 @@ from channels_redis.core import RedisChannelLayer as ChannelsRedisLayer
 from django.conf import settings
 from redis.exceptions import ResponseError
 
+from devtools.eventually import eventually_async
 from kandev_web.channel_layer import RECEIVE_BATCH, RedisChannelLayer
 
 
@@ -23,6 +24,31 @@ def base_config(**config) -> dict:
 
 def layer_with(**config) -> RedisChannelLayer:
     return RedisChannelLayer(**base_config(**config))
+
+
+def layer_named(client_name: str) -> RedisChannelLayer:
+    """A layer whose Redis connections carry ``client_name`` (CLIENT SETNAME), so CLIENT LIST
+    tells them from every other client of the server."""
+    (address,) = settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"]
+    return layer_with(hosts=[{"address": address, "client_name": client_name}])
+
+
+async def blocked_in_bzpopmin(layer: RedisChannelLayer, client_name: str) -> list[dict]:
+    """The layer's connections that Redis itself shows blocked in BZPOPMIN."""
+    clients = await layer.connection(0).client_list(_type="normal")
+    return [
+        client
+        for client in clients
+        if client["name"] == client_name and client["cmd"] == "bzpopmin" and "b" in client["flags"]
+    ]
+
+
+async def take_blocked(layer: RedisChannelLayer, client_name: str) -> None:
+    await eventually_async(
+        lambda: blocked_in_bzpopmin(layer, client_name),
+        timeout=5,
+        what="the take blocked in BZPOPMIN on the empty inbox",
+    )
 
 
 async def members(layer: RedisChannelLayer, group: str, count: int) -> list[str]:
@@ -132,10 +158,11 @@ async def test_it_receives_what_channels_redis_receives():
 
 
 async def test_a_receive_cancelled_while_waiting_loses_nothing():
-    layer = layer_with()
+    name = f"take-{uuid.uuid4().hex[:8]}"
+    layer = layer_named(name)
     channel = await layer.new_channel()
     waiting = asyncio.ensure_future(layer.receive(channel))
-    await asyncio.sleep(0.05)  # blocked in BZPOPMIN on the empty inbox
+    await take_blocked(layer, name)
     waiting.cancel()  # the websocket closed
     await layer.send(channel, {"type": "e", "n": 1})  # arrives while the take still waits
 
@@ -159,10 +186,11 @@ async def test_a_redis_error_reaches_the_receiver_and_the_next_receive_works():
 
 
 async def test_closing_the_pools_stops_a_take_blocked_on_an_empty_inbox():
-    layer = layer_with()
+    name = f"take-{uuid.uuid4().hex[:8]}"
+    layer = layer_named(name)
     channel = await layer.new_channel()
     waiting = asyncio.ensure_future(layer.receive(channel))
-    await asyncio.sleep(0.05)
+    await take_blocked(layer, name)
     waiting.cancel()
 
     await asyncio.wait_for(layer.close_pools(), 2)  # not the 5 s BZPOPMIN timeout

@@ -17,7 +17,7 @@ import pytest
 from django.conf import settings
 from django.contrib.staticfiles.storage import staticfiles_storage
 
-from devtools.testbed import wait_until
+from devtools.eventually import eventually
 from tests.integration.live_daphne import live_daphne
 
 pytestmark = [pytest.mark.timeout(180)]
@@ -59,7 +59,7 @@ class Daphne:
                 handle.seek(mark)
                 return handle.read().decode("utf-8", "replace")
 
-        wait_until(lambda: until in text(), timeout=30, what=f"log line {until}")
+        eventually(lambda: until in text(), timeout=30, what=f"log line {until}")
         return text()
 
 

@@ -15,19 +15,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from devtools.redact_corpus import (
+    FORMS,
+    WORKER_KEY_FORMAT,
+    read_source,
+    secret_cases,
+    stdlib_files,
+)
 from recovery.providers.acp.agent_events import AgentText, AgentThought, AgentToolCall
 from recovery.providers.acp.redaction import OutputRedactor
 from recovery.providers.acp.spec import secret_env_values
 from recovery.redact import (
     PEM_SEGMENT_LIMIT,
     REDACTED,
-    SECRET_FORMATS,
     StreamRedactor,
     redact_credentials,
     redact_diagnostic,
     worker_values_set,
 )
-from recovery.redact_corpus import FORMS, WORKER_KEY_FORMAT, read_source, secret_cases, stdlib_files
+from recovery.secret_formats import SECRET_FORMATS
 
 ROOT = Path(__file__).resolve().parents[3]
 CASES = secret_cases(Random(20261201), per_format=2)

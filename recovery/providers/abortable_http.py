@@ -18,6 +18,8 @@ from typing import Any
 import httpcore2
 import httpx2
 
+from recovery.providers.base import StreamTimeouts, TargetConfig
+
 _ACTIVE = threading.local()
 
 # Host name -> the address to connect to; raises OSError (socket.gaierror) for a name that does
@@ -191,3 +193,28 @@ def without_ambient_headers(client: Any) -> Any:
     fails loudly if a release renames the attribute."""
     client._custom_headers = {}
     return client
+
+
+def sdk_client[Client](
+    make: Callable[..., Client],
+    *,
+    target: TargetConfig,
+    timeouts: StreamTimeouts,
+    resolve: Resolver | None,
+) -> Client:
+    """An SDK client (``anthropic.Anthropic``, ``openai.OpenAI``) for one target: its key and base
+    URL, the SDK's own retries off because one loop owns every retry (the app's ladder), requests
+    through an abortable client, and none of the headers the SDK read from the environment."""
+    return without_ambient_headers(
+        make(
+            api_key=target.api_key,
+            base_url=target.base_url,
+            max_retries=0,
+            http_client=abortable_http_client(
+                connect_s=timeouts.connect_s,
+                idle_s=timeouts.idle_s,
+                write_s=timeouts.write_s,
+                resolve=resolve,
+            ),
+        )
+    )

@@ -1,9 +1,9 @@
 """The corpora redaction is measured on (tests and ``benchmarks/bench_redact.py``).
 
-- Secrets: for every format in ``SECRET_FORMATS`` and a configured worker key, fakes generated from
-  an injected random source (format-valid, never real), each written in a sentence in plain,
-  JSON-escaped and URL-encoded form. A secret counts as removed when no 12-character piece of it
-  (in the form written) survives.
+- Secrets: for every format in ``SECRET_FORMATS`` and a configured worker key, fakes
+  (devtools/secret_fakes.py) generated from an injected random source, each written in a
+  sentence in plain, JSON-escaped and URL-encoded form. A secret counts as removed when no
+  12-character piece of it (in the form written) survives.
 - Source code: files of the Python standard library and of any JavaScript on disk; redaction must
   return them unchanged.
 """
@@ -19,12 +19,17 @@ from pathlib import Path
 from random import Random
 from urllib.parse import quote
 
-from recovery.redact import SECRET_FORMATS
+from devtools.secret_fakes import SECRET_FAKES
+from recovery.secret_formats import SECRET_FORMATS
 
 FORMS = ("plain", "json_escaped", "url_encoded")
 WORKER_KEY_FORMAT = "configured_worker_key"
 LEAK_WINDOW = 12
-JAVASCRIPT_ROOTS = (Path("node_modules"), Path("/usr/lib/node_modules"), Path("/usr/local/lib/node_modules"))
+JAVASCRIPT_ROOTS = (
+    Path("node_modules"),
+    Path("/usr/lib/node_modules"),
+    Path("/usr/local/lib/node_modules"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +41,9 @@ class SecretCase:
     known_values: tuple[str, ...] = ()
 
     def leaked(self, redacted: str) -> bool:
-        pieces = {self.secret[i : i + LEAK_WINDOW] for i in range(len(self.secret) - LEAK_WINDOW + 1)}
+        pieces = {
+            self.secret[i : i + LEAK_WINDOW] for i in range(len(self.secret) - LEAK_WINDOW + 1)
+        }
         return any(piece in redacted for piece in pieces or {self.secret})
 
 
@@ -60,10 +67,20 @@ def secret_cases(rng: Random, *, per_format: int = 3) -> list[SecretCase]:
     cases: list[SecretCase] = []
     for _ in range(per_format):
         for fmt in SECRET_FORMATS:
-            written, secret = fmt.fake(rng)
+            written, secret = SECRET_FAKES[fmt.name](rng)  # KeyError: a format without a fake
             cases.append(_case(fmt.name, written, secret, rng))
-        worker_key = "kdv-" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(28))
-        cases.append(_case(WORKER_KEY_FORMAT, f"gateway said: bad key {worker_key}.", worker_key, rng, (worker_key,)))
+        worker_key = "kdv-" + "".join(
+            rng.choice(string.ascii_letters + string.digits) for _ in range(28)
+        )
+        cases.append(
+            _case(
+                WORKER_KEY_FORMAT,
+                f"gateway said: bad key {worker_key}.",
+                worker_key,
+                rng,
+                (worker_key,),
+            )
+        )
     return [
         SecretCase(c.format, form, _encoded(c.text, form), _escaped(c.secret, form), c.known_values)
         for c in cases
@@ -71,7 +88,9 @@ def secret_cases(rng: Random, *, per_format: int = 3) -> list[SecretCase]:
     ]
 
 
-def _case(name: str, written: str, secret: str, rng: Random, known: tuple[str, ...] = ()) -> SecretCase:
+def _case(
+    name: str, written: str, secret: str, rng: Random, known: tuple[str, ...] = ()
+) -> SecretCase:
     before = rng.choice(["Here it is: ", "config was ", "", "> ", "Error: "])
     after = rng.choice([" and then run the tests.", "", "\n", ", retrying."])
     return SecretCase(name, "plain", f"{before}{written}{after}", secret, known)
