@@ -2,8 +2,8 @@
 
 Django runs every sync view and middleware of an ASGI process on one thread, first come, first
 served. A person who sends 60 requests at once therefore puts everyone else's request behind all
-60, even when each of them is only refused by a cap (measured by bench_caps: another person's
-prompt waited 1.5 s for its 202). This middleware, the outermost, runs on the event loop: each
+60, even when each of them is only refused by a cap (bench_caps measures that wait). This
+middleware, the outermost, runs on the event loop: each
 caller (one API token, or one login session) has at most KANDEV_USER_REQUESTS_AT_ONCE requests in
 the sync thread's line; the rest wait here, on the loop, costing no thread and no query. Nothing is
 refused, only ordered; a request without credentials passes straight through (the login page has

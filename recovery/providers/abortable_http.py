@@ -153,8 +153,8 @@ _ssl_context: ssl.SSLContext | None = None
 
 def shared_ssl_context() -> ssl.SSLContext:
     """One verifying TLS context for every client of the process. Building one (loading the CA
-    bundle) costs about 20 ms of CPU, more than everything else a turn does before its first
-    request; a worker starting 200 turns at once would spend seconds on it. An SSLContext is
+    bundle) costs more CPU than everything else a turn does before its first request; a worker
+    starting hundreds of turns at once would spend seconds on it. An SSLContext is
     safe to share between threads for client connections."""
     global _ssl_context
     with _ssl_lock:

@@ -17,11 +17,8 @@ The streams of one box share a budget of flushes per second (``KANDEV_STREAM_FLU
 stream at once in a process than its share times the interval, every writer's interval stretches
 to streams / share. Ten streams flush every 0.1 s as usual; 200 at once flush every 2 s each, so
 the box's writes and pushes (and the frames Daphne sends) stay bounded however many answers
-stream, instead of every stream, and every new prompt, falling behind together. Measured with
-bench_scale (200 answers of 25 s, all streaming at once): with a budget of 200/s the last answer
-finished 20 s late and new prompts waited 2.99 s (p99) for their first request; with 100/s, 3 s
-late and 1.82 s. Without a budget (every stream every 0.1 s) even 7.5 s answers finished 78 s
-late.
+stream, instead of every stream, and every new prompt, falling behind together (bench_scale
+and its history in benchmarks/README.md show what each budget cost).
 
 Trade-off: a buffered tail waits for the next delta (or the close) to be written; with the
 default 0.1 s interval that is invisible in practice, and it keeps every write on the worker's

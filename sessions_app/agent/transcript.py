@@ -2,7 +2,7 @@
 
 Decisions:
 - Partial output (``incomplete`` rows from a stopped or failed attempt) is left out of the
-  history: the issue says it must not be fed back as if it were complete, and marking it inside
+  history: it must never be fed back as if it were complete, and marking it inside
   the text would put our words in the model's mouth. The viewer still sees it, marked.
 - Thinking rows are not sent back (providers require their signatures; they add nothing here).
 - A tool call without a result (its turn failed or was stopped before the tool ran) is sealed

@@ -93,7 +93,7 @@ def _streamed(message: Message) -> _Streamed:
 # event_append, so seqs stay gap-free in commit order) and the message.appended event. Hundreds
 # of turns flush several times a second each; the ORM's nine statements (a savepoint, a lock
 # read, a write per table) cost a pooled connection nine round trips per flush and most of the
-# worker's CPU (issue 13: 200 streams at once fell minutes behind).
+# worker's CPU once hundreds of streams flush at once.
 _APPEND_SQL = f"""WITH {NEXT_SEQ_CTE}, chunk AS (
     INSERT INTO {MessageChunk._meta.db_table} (message_id, position, text)
     VALUES (%(message)s, %(position)s, %(text)s)
