@@ -1,8 +1,10 @@
 """Pages: the live task board, a task's page (rename, archive, new session in it), a session's
 live page, and the composer's two actions.
 
-Views stay thin: reads through selectors, writes through services, domain errors mapped to HTTP
-(a per-person cap, CapReached, is a 429 with Retry-After and the typed text kept).
+Views stay thin: reads through selectors, writes through services. A session page's actions are
+declared with ``session_action``, which answers their domain errors in one place with the API's
+status table (errors.HTTP_STATUS; a per-person cap, CapReached, is a 429 with Retry-After and the
+typed text kept) and their success over htmx or with a redirect.
 The composer posts over htmx with ``hx-swap="none"``: the transcript and the Send/Stop toggle
 change only through the websocket (the database is the truth and every viewer sees the same), so
 the HTTP answer carries nothing but the composer's error line. The retry banner's Cancel and the
