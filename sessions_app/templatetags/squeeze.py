@@ -57,11 +57,6 @@ class _Squeezer:
         return " " if before not in ("", ">") and after not in ("", "<") else ""
 
 
-def squeezed(text: str) -> str:
-    """``text`` (template source on its own) squeezed as described above."""
-    return _Squeezer().squeezed(text)
-
-
 class SqueezeNode(template.Node):
     def __init__(self, nodelist: NodeList) -> None:
         self.nodelist = nodelist
