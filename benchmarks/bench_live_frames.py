@@ -13,8 +13,9 @@ Each frame's time runs from handing the message to the socket to the end of its 
 handling (the ws extension's swaps and every live.js handler of the frame), with the page given
 a painted frame between two pushes. Rounds alternate between the two scripts, so machine load
 hits both alike; reported are the medians of the per-frame times and their ratio. The current
-script also streams the same frames after a SHORT_TRANSCRIPT conversation: a per-frame time that
-does not grow with the transcript is about the same on both.
+script also streams the same frames after a SHORT_TRANSCRIPT conversation, and the same page
+streams them with no live.js at all (htmx and its ws extension alone): what the per-frame time
+still grows by with the transcript is theirs, not live.js's.
 
 The target is a ratio: the work that used to grow with the transcript (finding the latest prompt
 and answer, rendering every timestamp, looking for countdowns) now follows the frame, so on
@@ -56,6 +57,7 @@ ORIGIN = "http://bench.kandev.test"
 HASHED = re.compile(r"\.[0-9a-f]{12}(\.\w+)$")
 AFTER = Path(__file__).resolve().parent.parent / "static/js/live.js"
 BEFORE = Path(__file__).resolve().parent / "fixtures/live_before.js"
+NO_SCRIPT = None  # live.js answered with an empty body
 
 ANSWER = (
     "Here is what I found:\n\n- the first point, with `inline code`\n- the second point\n\n"
@@ -173,15 +175,18 @@ def stream_frames(*, transcript: int, now: datetime) -> list[str]:
     return frames
 
 
-def _serve(page: Page, *, html: str, live_js: Path) -> None:
+def _serve(page: Page, *, html: str, live_js: Path | None) -> None:
     def answer(route: Route) -> None:
         path = route.request.url.removeprefix(ORIGIN)
         if path.startswith("/static/"):
             # A hashed name (css/app.0123456789ab.css) is served from its source file.
             name = HASHED.sub(r"\1", path.removeprefix("/static/").split("?")[0])
-            found = live_js if name == "js/live.js" else Path(finders.find(name))
             kind = "text/css" if name.endswith(".css") else "application/javascript"
-            route.fulfill(status=200, body=found.read_bytes(), content_type=kind)
+            if name != "js/live.js":
+                body = Path(finders.find(name)).read_bytes()
+            else:
+                body = live_js.read_bytes() if live_js else b""
+            route.fulfill(status=200, body=body, content_type=kind)
         elif path.startswith(f"/sessions/{SESSION_ID}/"):
             route.fulfill(status=200, body=html, content_type="text/html; charset=utf-8")
         else:
@@ -190,14 +195,16 @@ def _serve(page: Page, *, html: str, live_js: Path) -> None:
     page.route(f"{ORIGIN}/**", answer)
 
 
-def one_round(browser: Any, *, html: str, frames: list[str], live_js: Path) -> dict[str, Any]:
+def one_round(
+    browser: Any, *, html: str, frames: list[str], live_js: Path | None
+) -> dict[str, Any]:
     page = browser.new_page()
     try:
         page.add_init_script(FAKE_SOCKET)
         _serve(page, html=html, live_js=live_js)
         page.goto(f"{ORIGIN}/sessions/{SESSION_ID}/")
         page.wait_for_function("() => window.__socket && window.__socket.readyState === 1")
-        page.wait_for_function("() => window.kandevLive && document.readyState === 'complete'")
+        page.wait_for_function("() => document.readyState === 'complete'")
         times = [page.evaluate("frame => window.__push(frame)", frame) for frame in frames]
         shown = page.evaluate(
             """() => ({
@@ -219,6 +226,7 @@ def run() -> list[dict]:
     before: list[dict[str, Any]] = []
     after: list[dict[str, Any]] = []
     short: list[dict[str, Any]] = []
+    bare: list[dict[str, Any]] = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -228,11 +236,13 @@ def run() -> list[dict]:
                 short.append(
                     one_round(browser, html=short_html, frames=short_frames, live_js=AFTER)
                 )
+                bare.append(one_round(browser, html=html, frames=frames, live_js=NO_SCRIPT))
         finally:
             browser.close()
     before_ms = statistics.median(r["median_ms"] for r in before)
     after_ms = statistics.median(r["median_ms"] for r in after)
     short_ms = statistics.median(r["median_ms"] for r in short)
+    bare_ms = statistics.median(r["median_ms"] for r in bare)
     ratio = before_ms / after_ms if after_ms else float("inf")
     same = all(r["shown"] == before[0]["shown"] for r in before + after)
     expected_rows = TRANSCRIPT + 2 * TURNS
@@ -247,6 +257,10 @@ def run() -> list[dict]:
         {
             "metric": f"script ms per frame, after, on a {SHORT_TRANSCRIPT}-message transcript",
             "value": short_ms,
+        },
+        {
+            "metric": "ms per frame with no live.js (htmx and its ws extension alone)",
+            "value": bare_ms,
         },
         {
             "metric": "per-frame script time, before / after",
