@@ -42,9 +42,9 @@ from django.template.loader import render_to_string  # noqa: E402
 from django.test import RequestFactory  # noqa: E402
 from playwright.sync_api import Page, Route, sync_playwright  # noqa: E402
 
+from devtools.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from sessions_app import events as ev  # noqa: E402
 from sessions_app.frames import event_run_frame  # noqa: E402
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 TRANSCRIPT = 2_000  # messages on the page before the stream starts
 SHORT_TRANSCRIPT = 200  # the same stream after a short conversation, for scale
