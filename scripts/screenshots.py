@@ -22,9 +22,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kandev_web.settings")
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+from devtools.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.e2e.conftest import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_ARGS,
     DESKTOP,
     PHONE,
     logged_in_page,

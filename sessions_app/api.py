@@ -1,7 +1,7 @@
 """The versioned JSON API, mounted at /api/ (routes under /api/v1/, OpenAPI at /api/openapi.json).
 
-Views here only translate HTTP to services and selectors and domain errors to status codes:
-SessionNotFound and TokenNotFound -> 404 (one body for unknown and foreign ids), InvalidInput ->
+Views here only translate HTTP to services and selectors and domain errors to status codes
+(errors.HTTP_STATUS, the table the pages use too): SessionNotFound and TokenNotFound -> 404 (one body for unknown and foreign ids), InvalidInput ->
 422 with the field, UnknownReference (a body field naming a target or task that is not there) ->
 404, StateConflict and GenerationActive -> 409, CapReached (a per-person cap,
 services/caps.py) -> 429 with Retry-After, an oversized body -> 413, a body that is not JSON
@@ -18,8 +18,6 @@ targets up in the admin or with `manage.py target_add`.
 """
 
 from __future__ import annotations
-
-import math
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
@@ -57,6 +55,7 @@ from sessions_app.errors import (
     StateConflict,
     TokenNotFound,
     UnknownReference,
+    http_status,
 )
 from sessions_app.models import ProviderTarget, Session, Task
 from sessions_app.services import prompts, targets, task_sessions
@@ -92,23 +91,19 @@ def _sentence(message: str) -> str:
 @api.exception_handler(SessionNotFound)
 @api.exception_handler(TokenNotFound)
 def _not_found(request: HttpRequest, exc: SessionNotFound | TokenNotFound) -> HttpResponse:
-    return api.create_response(request, NOT_FOUND, status=404)
+    return api.create_response(request, NOT_FOUND, status=http_status(exc))
 
 
 @api.exception_handler(InvalidInput)
 def _invalid(request: HttpRequest, exc: InvalidInput) -> HttpResponse:
     detail = [{"loc": ["body", exc.field], "msg": exc.message, "type": "value_error"}]
-    return api.create_response(request, {"detail": detail}, status=422)
+    return api.create_response(request, {"detail": detail}, status=http_status(exc))
 
 
 @api.exception_handler(UnknownReference)
-def _unknown_reference(request: HttpRequest, exc: UnknownReference) -> HttpResponse:
-    return api.create_response(request, {"detail": _sentence(exc.message)}, status=404)
-
-
 @api.exception_handler(StateConflict)
-def _conflict(request: HttpRequest, exc: StateConflict) -> HttpResponse:
-    return api.create_response(request, {"detail": _sentence(exc.message)}, status=409)
+def _refused_sentence(request: HttpRequest, exc: UnknownReference | StateConflict) -> HttpResponse:
+    return api.create_response(request, {"detail": _sentence(exc.message)}, status=http_status(exc))
 
 
 @api.exception_handler(GenerationActive)
@@ -116,15 +111,19 @@ def _busy(request: HttpRequest, exc: GenerationActive) -> HttpResponse:
     detail = "A prompt is already running in this session; stop it or wait for it to finish."
     if isinstance(exc, RetryWaiting):
         detail = wording.RETRY_PENDING
-    return api.create_response(request, {"detail": detail}, status=409)
+    return api.create_response(request, {"detail": detail}, status=http_status(exc))
 
 
 @api.exception_handler(CapReached)
 def _cap_reached(request: HttpRequest, exc: CapReached) -> HttpResponse:
-    retry_after = max(1, math.ceil(exc.retry_after_s))
-    body = {"detail": exc.message, "cap": exc.cap, "limit": exc.limit, "retry_after": retry_after}
-    response = api.create_response(request, body, status=429)
-    response["Retry-After"] = str(retry_after)
+    body = {
+        "detail": exc.message,
+        "cap": exc.cap,
+        "limit": exc.limit,
+        "retry_after": exc.retry_after,
+    }
+    response = api.create_response(request, body, status=http_status(exc))
+    response["Retry-After"] = str(exc.retry_after)
     return response
 
 

@@ -58,9 +58,9 @@ from sessions_app.event_types import group_name
 from sessions_app.frames import (
     MAX_FRAME_BYTES,
     error_frame,
-    events_frame,
-    events_frames,
+    event_run_frame,
     frame_parts,
+    replay_frames,
     snapshot_frame,
 )
 from sessions_app.models import Session
@@ -99,7 +99,7 @@ class _FrameCache:
         key = (session_id, event["seq"], event["event"])
         frame = self._frames.get(key)
         if frame is None:
-            frame = frame_parts(events_frame(session_id=session_id, events=[event]))
+            frame = frame_parts(event_run_frame(session_id=session_id, events=[event]))
             self._frames[key] = frame
             self._chars += sum(map(len, frame))
             while len(self._frames) > 1 and (
@@ -234,7 +234,7 @@ class SessionConsumer(LoginBoundSocket, AsyncWebsocketConsumer):
             self.sent_seq = data["last_seq"]
             return
         if data:
-            for frame in events_frames(session_id=self.session_id, events=data):
+            for frame in replay_frames(session_id=self.session_id, events=data):
                 await self._send_parts(frame_parts(frame))
             self.sent_seq = data[-1]["seq"]
         else:

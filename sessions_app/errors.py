@@ -1,11 +1,14 @@
 """Domain errors raised by services and selectors.
 
-Views, consumers and the API translate them (SessionNotFound -> 404, GenerationActive -> 409,
-InvalidInput -> 422, its UnknownReference -> 404 and StateConflict -> 409, CapReached -> 429);
-services never return half-done work instead of raising.
+The pages (views.session_action) and the API (api.py's handlers) answer them with the status in
+HTTP_STATUS (SessionNotFound -> 404, GenerationActive -> 409, InvalidInput -> 422, its
+UnknownReference -> 404 and StateConflict -> 409, CapReached -> 429); services never return
+half-done work instead of raising.
 """
 
 from __future__ import annotations
+
+import math
 
 
 class DomainError(Exception):
@@ -42,6 +45,12 @@ class CapReached(DomainError):
         self.retry_after_s = retry_after_s
         self.message = message
 
+    @property
+    def retry_after(self) -> int:
+        """Whole seconds for the Retry-After header, rounded up and never 0 (a client that
+        retried at once would only be refused again)."""
+        return max(1, math.ceil(self.retry_after_s))
+
 
 class InvalidInput(DomainError):
     """A write was refused because a field is wrong. ``field`` names it for 422 responses."""
@@ -61,3 +70,28 @@ class UnknownReference(InvalidInput):
 class StateConflict(InvalidInput):
     """A well-formed request that the current state refuses (a duplicate name, nothing to
     re-run yet). Pages show it on the field; the API answers 409."""
+
+
+# The HTTP status each domain error answers, for the API and the pages alike; a subclass not
+# listed answers as its nearest listed base.
+HTTP_STATUS: dict[type[DomainError], int] = {
+    SessionNotFound: 404,
+    TokenNotFound: 404,
+    GenerationActive: 409,
+    CapReached: 429,
+    InvalidInput: 422,
+    UnknownReference: 404,
+    StateConflict: 409,
+}
+
+
+def http_status(error: DomainError, *, on_page: bool = False) -> int:
+    """The status ``error`` answers. A page shows every InvalidInput on the field or line the
+    person corrects, so there UnknownReference and StateConflict stay 422 (``on_page``); the API
+    answers them 404 and 409, since no schema can tell which ids exist or what state refuses."""
+    if on_page and isinstance(error, InvalidInput):
+        return HTTP_STATUS[InvalidInput]
+    for kind in type(error).__mro__:
+        if kind in HTTP_STATUS:
+            return HTTP_STATUS[kind]
+    raise TypeError(f"{type(error).__name__} has no HTTP status in HTTP_STATUS")

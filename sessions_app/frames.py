@@ -21,7 +21,7 @@ the same remaining time without a write per second.
 
 Size: Daphne refuses to send a websocket message over 1 MiB and closes the socket with 1011, and
 the page would ask again from the same point and get the same frame. So no frame is larger than
-``MAX_FRAME_BYTES``: ``events_frames`` packs a replay into as many frames as it takes (each one
+``MAX_FRAME_BYTES``: ``replay_frames`` packs a replay into as many frames as it takes (each one
 a run of whole events with its own header, so a page that loses the socket half-way resumes from
 the last one it applied), and ``frame_parts`` cuts any frame still too large (a snapshot of a long
 transcript, one long append, a long finished answer's re-render) into parts,
@@ -85,20 +85,22 @@ def snapshot_frame(*, snapshot: dict[str, Any], now_ms: int | None = None) -> st
     return frame_header(kind=KIND_SNAPSHOT, first_seq=0, last_seq=last_seq) + body
 
 
-def events_frame(
+def event_run_frame(
     *, session_id: int, events: Sequence[dict[str, Any]], now_ms: int | None = None
 ) -> str:
-    """One frame for a run of consecutive events ({"seq", "event", "payload"} dicts)."""
+    """One frame for a run of consecutive events ({"seq", "event", "payload"} dicts), however
+    large: a live event's frame, which frame_parts cuts when it must. A replay goes through
+    replay_frames instead."""
     header = frame_header(kind=KIND_EVENTS, first_seq=events[0]["seq"], last_seq=events[-1]["seq"])
     frame = _Frame(session_id=session_id, now_ms=now_ms or wall_clock_ms())
     return header + "".join(_event_html(frame, e["event"], e["payload"]) for e in events)
 
 
-def events_frames(
+def replay_frames(
     *, session_id: int, events: Sequence[dict[str, Any]], now_ms: int | None = None
 ) -> list[str]:
-    """A run of consecutive events as frames of whole events, each under MAX_FRAME_BYTES when its
-    events allow (one event larger than that is a frame of its own, for frame_parts to cut)."""
+    """A replay (a run of consecutive events) as frames of whole events, each under
+    MAX_FRAME_BYTES when its events allow (one event larger than that is a frame of its own, for frame_parts to cut)."""
     frame = _Frame(session_id=session_id, now_ms=now_ms or wall_clock_ms())
     budget = _PART_BUDGET - _HEADER_BYTES
     runs: list[list[tuple[int, str]]] = []

@@ -1,8 +1,10 @@
 """Pages: the live task board, a task's page (rename, archive, new session in it), a session's
 live page, and the composer's two actions.
 
-Views stay thin: reads through selectors, writes through services, domain errors mapped to HTTP
-(a per-person cap, CapReached, is a 429 with Retry-After and the typed text kept).
+Views stay thin: reads through selectors, writes through services. A session page's actions are
+declared with ``session_action``, which answers their domain errors in one place with the API's
+status table (errors.HTTP_STATUS; a per-person cap, CapReached, is a 429 with Retry-After and the
+typed text kept) and their success over htmx or with a redirect.
 The composer posts over htmx with ``hx-swap="none"``: the transcript and the Send/Stop toggle
 change only through the websocket (the database is the truth and every viewer sees the same), so
 the HTTP answer carries nothing but the composer's error line. The retry banner's Cancel and the
@@ -11,8 +13,8 @@ recovery card's Resume / Start fresh work the same way.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
+from functools import wraps
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -27,10 +29,12 @@ from django_htmx.middleware import HtmxDetails
 from recovery import wording
 from sessions_app.errors import (
     CapReached,
+    DomainError,
     GenerationActive,
     InvalidInput,
     RetryWaiting,
     SessionNotFound,
+    http_status,
 )
 from sessions_app.forms import PromptForm, SessionCreateForm, TaskRenameForm
 from sessions_app.frames import wall_clock_ms
@@ -56,7 +60,6 @@ from sessions_app.services.targets import session_target_switch
 from sessions_app.services.task_sessions import task_archive, task_rename, task_unarchive
 
 NOT_FOUND = "No such session."
-TASK_NOT_FOUND = "No such task."
 
 
 class SignedInRequest(HttpRequest):
@@ -65,6 +68,9 @@ class SignedInRequest(HttpRequest):
 
     user: User
     htmx: HtmxDetails
+
+
+TASK_NOT_FOUND = "No such task."
 
 
 def login_locked_out(request: HttpRequest, *_axes_args: object) -> HttpResponse:
@@ -127,7 +133,9 @@ def _new_session_context(request: SignedInRequest, form: SessionCreateForm) -> d
 
 def _board(request: SignedInRequest, form: SessionCreateForm, *, status: int = 200) -> HttpResponse:
     query, archived = _board_query(request)
-    params = urlencode({k: v for k, v in (("q", query), ("archived", "1" if archived else "")) if v})
+    params = urlencode(
+        {k: v for k, v in (("q", query), ("archived", "1" if archived else "")) if v}
+    )
     context = {
         **_new_session_context(request, form),
         "columns": board_columns(user=request.user, query=query, archived=archived),
@@ -162,14 +170,15 @@ def session_new(request: SignedInRequest) -> HttpResponse:
             title=form.cleaned_data["title"],
             task=task,
         )
-    except InvalidInput as error:
-        field = error.field if error.field in form.fields else None
-        form.add_error(field, f"{error.field.capitalize()} {error.message}.")
-        return _board(request, form, status=422)
-    except CapReached as error:
-        # The form comes back as typed, with the reason above it.
-        form.add_error(None, error.message)
-        return _cap_reached(_board(request, form, status=429), error)
+    except (InvalidInput, CapReached) as error:
+        # The form comes back as typed, with the reason on its field or above it.
+        if isinstance(error, InvalidInput):
+            field = error.field if error.field in form.fields else None
+            form.add_error(field, f"{error.field.capitalize()} {error.message}.")
+        else:
+            form.add_error(None, error.message)
+        page = _board(request, form, status=http_status(error, on_page=True))
+        return _with_retry_after(page, error)
     return redirect("session_detail", session_id=session.pk)
 
 
@@ -208,6 +217,9 @@ def task_rename_view(request: SignedInRequest, task_id: int) -> HttpResponse:
             return redirect("task_detail", task_id=task.pk)
         except InvalidInput as error:
             form.add_error("title", f"The title {error.message}.")
+            return _task_page(
+                request, task, rename_form=form, status=http_status(error, on_page=True)
+            )
     return _task_page(request, task, rename_form=form, status=422)
 
 
@@ -228,12 +240,7 @@ def task_unarchive_view(request: SignedInRequest, task_id: int) -> HttpResponse:
 
 
 def _session_page(
-    request: SignedInRequest,
-    session: Session,
-    *,
-    draft: str = "",
-    error: str = "",
-    status: int = 200,
+    request: SignedInRequest, session: Session, *, draft: str = "", error: str = "", status: int = 200
 ) -> HttpResponse:
     context = {
         "snapshot": session_snapshot(session=session),
@@ -254,130 +261,129 @@ def session_detail(request: SignedInRequest, session_id: int) -> HttpResponse:
     return _session_page(request, _session_or_404(request, session_id))
 
 
-@require_POST
-@login_required
-def session_prompt(request: SignedInRequest, session_id: int) -> HttpResponse:
-    session = _session_or_404(request, session_id)
-    form = PromptForm(request.POST)
-    text = form.data.get("text", "")
-    try:
-        if not form.is_valid():
-            problems = form.errors.get("text", ["is invalid"])
-            raise InvalidInput("text", " ".join(str(problem) for problem in problems))
-        prompt_submit(session=session, user=request.user, text=form.cleaned_data["text"])
-    except SessionNotFound:
-        raise Http404(NOT_FOUND) from None
-    except InvalidInput as error:
-        return _prompt_refused(request, session, text, f"Message {error.message}.", status=422)
-    except RetryWaiting:
-        return _prompt_refused(request, session, text, wording.RETRY_PENDING, status=409)
-    except GenerationActive:
-        return _prompt_refused(request, session, text, wording.STILL_WORKING, status=409)
-    except CapReached as error:
-        # The composer keeps the text (live.js clears it only on a 200), so Send works later.
-        refused = _prompt_refused(request, session, text, error.message, status=429)
-        return _cap_reached(refused, error)
-    if request.htmx:
-        return _composer_error("", status=200)
-    return redirect("session_detail", session_id=session.pk)
-
-
-@require_POST
-@login_required
-def session_regenerate(request: SignedInRequest, session_id: int) -> HttpResponse:
-    """The last answer's Regenerate: the new answer streams in for every viewer."""
-    return _rerun(
-        request,
-        session_id,
-        lambda session: answer_regenerate(session=session, user=request.user),
-        refused="Cannot regenerate: {}.",
-    )
-
-
-@require_POST
-@login_required
-def session_edit(request: SignedInRequest, session_id: int) -> HttpResponse:
-    """The last prompt's Edit: the edited text is sent as the new last prompt."""
-    text = request.POST.get("text", "")
-    return _rerun(
-        request,
-        session_id,
-        lambda session: prompt_edit(session=session, user=request.user, text=text),
-        refused="Message {}.",
-        draft=text,
-    )
-
-
-def _rerun(
-    request: SignedInRequest,
-    session_id: int,
-    start: Callable[[Session], object],
+def session_action(
     *,
-    refused: str,
-    draft: str = "",
+    invalid: str,
+    busy: str = wording.STILL_WORKING,
+    done: Callable[[], HttpResponse] | None = None,
+    draft_field: str | None = None,
+) -> Callable[[Callable[[SignedInRequest, Session], object]], Callable[..., HttpResponse]]:
+    """A session page's button or form post: ``act(request, session)`` does the work through a
+    service, and every domain error it raises is answered here, the same way for every action.
+
+    The status is errors.http_status's (the API's table). Over htmx the answer is the composer's
+    error line (``_composer_error``), on a plain form post the session page with it; an
+    InvalidInput reads ``invalid`` with its message, a GenerationActive ``busy`` (a RetryWaiting
+    says the retry is pending), a CapReached its own words and a Retry-After. ``draft_field``
+    names the posted text the composer keeps after a refusal. Success is ``done()`` over htmx
+    (``_done_elsewhere`` unless given) and a redirect to the session page otherwise."""
+
+    def decorate(act: Callable[[SignedInRequest, Session], object]) -> Callable[..., HttpResponse]:
+        @require_POST
+        @login_required
+        @wraps(act)
+        def view(request: SignedInRequest, session_id: int) -> HttpResponse:
+            session = _session_or_404(request, session_id)
+            try:
+                act(request, session)
+            except SessionNotFound:
+                raise Http404(NOT_FOUND) from None
+            except DomainError as error:
+                message = _refusal_message(error, invalid=invalid, busy=busy)
+                draft = request.POST.get(draft_field, "") if draft_field else ""
+                return _refused(request, session, message, draft=draft, error=error)
+            return _answered(request, session.pk, done=done or _done_elsewhere)
+
+        return view
+
+    return decorate
+
+
+def _refusal_message(error: DomainError, *, invalid: str, busy: str) -> str:
+    if isinstance(error, InvalidInput):
+        return invalid.format(error.message)
+    if isinstance(error, RetryWaiting):
+        return wording.RETRY_PENDING
+    if isinstance(error, GenerationActive):
+        return busy
+    if isinstance(error, CapReached):
+        return error.message
+    raise error
+
+
+def _refused(
+    request: SignedInRequest, session: Session, message: str, *, draft: str, error: DomainError
 ) -> HttpResponse:
-    """Start a re-run of the session's last turn (Regenerate, Edit) and answer like a prompt:
-    the new turn reaches every viewer over the websocket; a refusal shows in the composer."""
-    session = _session_or_404(request, session_id)
-    try:
-        start(session)
-    except SessionNotFound:
-        raise Http404(NOT_FOUND) from None
-    except InvalidInput as error:
-        return _prompt_refused(request, session, "", refused.format(error.message), status=422)
-    except GenerationActive:
-        return _prompt_refused(request, session, "", wording.STILL_WORKING, status=409)
-    except CapReached as error:
-        refused_page = _prompt_refused(request, session, draft, error.message, status=429)
-        return _cap_reached(refused_page, error)
+    status = http_status(error, on_page=True)
     if request.htmx:
-        return _done_elsewhere()
-    return redirect("session_detail", session_id=session.pk)
+        response = _composer_error(message, status=status)
+    else:
+        response = _session_page(request, session, draft=draft, error=message, status=status)
+    return _with_retry_after(response, error)
 
 
-@require_POST
-@login_required
-def session_switch_target(request: SignedInRequest, session_id: int) -> HttpResponse:
-    """The failure card's "Try another target": every viewer's card follows over the websocket."""
-    session = _session_or_404(request, session_id)
-    try:
-        session_target_switch(
-            session=session, user=request.user, target_id=request.POST.get("target", "")
-        )
-    except SessionNotFound:
-        raise Http404(NOT_FOUND) from None
-    except InvalidInput as error:
-        return _prompt_refused(request, session, "", f"Cannot switch: {error.message}.", status=422)
+def _answered(
+    request: SignedInRequest, session_id: int, *, done: Callable[[], HttpResponse]
+) -> HttpResponse:
+    """A session action that worked: over htmx ``done()`` (the websocket shows the result to
+    every viewer), on a plain form post back to the session page."""
     if request.htmx:
-        return _done_elsewhere()
-    return redirect("session_detail", session_id=session.pk)
+        return done()
+    return redirect("session_detail", session_id=session_id)
 
 
-def _cap_reached(response: HttpResponse, error: CapReached) -> HttpResponse:
+def _with_retry_after(response: HttpResponse, error: DomainError) -> HttpResponse:
     """A page refused for a per-person cap says when to try again, as the API's 429 does."""
-    response["Retry-After"] = str(max(1, math.ceil(error.retry_after_s)))
+    if isinstance(error, CapReached):
+        response["Retry-After"] = str(error.retry_after)
     return response
 
 
-def _prompt_refused(
-    request: SignedInRequest, session: Session, text: str, message: str, *, status: int
-) -> HttpResponse:
-    if request.htmx:
-        return _composer_error(message, status=status)
-    return _session_page(request, session, draft=text, error=message, status=status)
+def _prompt_sent() -> HttpResponse:
+    # An empty error line: live.js clears the composer only on this 200, so a refused prompt's
+    # text stays for Send to work later.
+    return _composer_error("", status=200)
 
 
-@require_POST
-@login_required
-def session_stop_view(request: SignedInRequest, session_id: int) -> HttpResponse:
-    session = _session_or_404(request, session_id)
-    try:
-        session_stop(session=session, user=request.user)
-    except SessionNotFound:
-        raise Http404(NOT_FOUND) from None
-    if request.htmx:
-        return _done_elsewhere()
-    return redirect("session_detail", session_id=session.pk)
+@session_action(invalid="Message {}.", done=_prompt_sent, draft_field="text")
+def session_prompt(request: SignedInRequest, session: Session) -> None:
+    form = PromptForm(request.POST)
+    if not form.is_valid():
+        problems = form.errors.get("text", ["is invalid"])
+        raise InvalidInput("text", " ".join(str(problem) for problem in problems))
+    prompt_submit(session=session, user=request.user, text=form.cleaned_data["text"])
+
+
+@session_action(invalid="Cannot regenerate: {}.")
+def session_regenerate(request: SignedInRequest, session: Session) -> None:
+    """The last answer's Regenerate: the new answer streams in for every viewer."""
+    answer_regenerate(session=session, user=request.user)
+
+
+@session_action(invalid="Message {}.", draft_field="text")
+def session_edit(request: SignedInRequest, session: Session) -> None:
+    """The last prompt's Edit: the edited text is sent as the new last prompt."""
+    prompt_edit(session=session, user=request.user, text=request.POST.get("text", ""))
+
+
+@session_action(invalid="Cannot switch: {}.")
+def session_switch_target(request: SignedInRequest, session: Session) -> None:
+    """The failure card's "Try another target": every viewer's card follows over the websocket."""
+    session_target_switch(
+        session=session, user=request.user, target_id=request.POST.get("target", "")
+    )
+
+
+@session_action(invalid="Cannot stop: {}.")
+def session_stop_view(request: SignedInRequest, session: Session) -> None:
+    session_stop(session=session, user=request.user)
+
+
+# Usually another viewer pressed the button first: the run they started is the answer.
+@session_action(invalid="Cannot recover: {}.", busy="The agent is already working on this session.")
+def session_recover_view(request: SignedInRequest, session: Session) -> None:
+    """The recovery card's Resume and Start fresh (``action`` = resume | fresh)."""
+    session_recover(session=session, user=request.user, action=request.POST.get("action", ""))
 
 
 @require_POST
@@ -387,30 +393,4 @@ def session_cancel_retry(request: SignedInRequest, session_id: int) -> HttpRespo
     cancel, foreign or unknown session), so it never reveals whether retry state exists; the
     banner and the recovery card change for every viewer through the websocket."""
     retry_cancel(session_id=session_id, user=request.user)
-    if request.htmx:
-        return HttpResponse(status=204)
-    return redirect("session_detail", session_id=session_id)
-
-
-@require_POST
-@login_required
-def session_recover_view(request: SignedInRequest, session_id: int) -> HttpResponse:
-    """The recovery card's Resume and Start fresh (``action`` = resume | fresh)."""
-    session = _session_or_404(request, session_id)
-    try:
-        session_recover(session=session, user=request.user, action=request.POST.get("action", ""))
-    except SessionNotFound:
-        raise Http404(NOT_FOUND) from None
-    except InvalidInput as error:
-        return _prompt_refused(
-            request, session, "", f"Cannot recover: {error.message}.", status=422
-        )
-    except GenerationActive:
-        # Usually another viewer pressed the button first: the run they started is the answer.
-        message = "The agent is already working on this session."
-        return _prompt_refused(request, session, "", message, status=409)
-    except CapReached as error:
-        return _cap_reached(_prompt_refused(request, session, "", error.message, status=429), error)
-    if request.htmx:
-        return _done_elsewhere()
-    return redirect("session_detail", session_id=session.pk)
+    return _answered(request, session_id, done=_done_elsewhere)

@@ -22,6 +22,10 @@
  *   data-server-now-ms). The offset between that and this device's clock is taken once, when the
  *   element first appears, so a phone with a wrong clock shows the same time left as a desktop.
  *   Same rule as templatetags/notices.py: whole seconds rounded up, "Retrying now…" at zero.
+ * - A frame costs what it holds, not what the page holds: the swaps of a frame note the elements
+ *   they put in (htmx:oobBeforeSwap) and, once the frame is applied, only those get their times
+ *   rendered and their countdowns picked up; the latest prompt and answer are looked for only
+ *   when a frame moved transcript rows, walking back from the end to the latest prompt.
  */
 (function () {
   "use strict";
@@ -90,17 +94,38 @@
 
   document.addEventListener("htmx:oobBeforeSwap", function (evt) {
     var fragment = evt.detail.fragment, target = evt.detail.target;
-    if (!fragment || !fragment.getAttribute) return;
-    var created = fragment.getAttribute("data-created");
+    if (!fragment) return;
+    // An element for beforeend / innerHTML swaps, a DocumentFragment holding it for outerHTML.
+    var created = fragment.getAttribute && fragment.getAttribute("data-created");
     if (created && document.getElementById(created)) { evt.detail.shouldSwap = false; return; }
-    var offset = fragment.getAttribute("data-offset");
-    if (offset === null) return;
+    var offset = fragment.getAttribute ? fragment.getAttribute("data-offset") : null;
+    if (offset === null) { noteSwap(target, fragment); return; }
+    // An append: text into a row already there, so nothing below needs to look at it.
     var start = parseInt(offset, 10), end = parseInt(fragment.getAttribute("data-end"), 10);
     var have = parseInt(target.getAttribute("data-len") || String(codePoints(target.textContent)), 10);
     if (start === have) { target.setAttribute("data-len", String(end)); return; }
     evt.detail.shouldSwap = false;
     if (end > have) send({ type: "snapshot" }); // a gap or an overlap: start over from the truth
   });
+
+  // What the current frame's swaps put in the page, for afterFrame. htmx moves the fragment's
+  // children into the page, so they are the inserted elements once the swap is done.
+  var inserted = [], rowsMoved = false;
+  function noteSwap(target, fragment) {
+    if (target.id === "transcript" || target.parentElement && target.parentElement.id === "transcript") rowsMoved = true;
+    for (var child = fragment.firstElementChild; child; child = child.nextElementSibling) inserted.push(child);
+  }
+  function afterFrame() {
+    var nodes = inserted;
+    inserted = [];
+    nodes.forEach(function (node) {
+      if (!node.isConnected) return;
+      renderTimesIn(node);
+      watchCountdownsIn(node);
+    });
+    if (rowsMoved) { rowsMoved = false; markLatest(); }
+    tickCountdowns();
+  }
 
   function nearBottom() {
     var el = document.scrollingElement || document.documentElement;
@@ -130,8 +155,10 @@
     el.textContent = text || "Reconnecting\u2026";
     el.hidden = !visible;
   }
+  // The page names the login URL (base.html renders it from the URLconf), so it is never guessed.
   function goToLogin() {
-    window.location.assign("/accounts/login/?next=" + encodeURIComponent(location.pathname));
+    var login = document.body.getAttribute("data-login-url");
+    window.location.assign(login + "?next=" + encodeURIComponent(location.pathname));
   }
   // The server's own words (its too_many_sockets error frame came just before the close).
   function tooManySocketsText() {
@@ -229,23 +256,26 @@
     box.form.requestSubmit();
   });
 
-  // Regenerate and Edit belong to the latest prompt and its answer only: mark them after every
-  // frame (rows arrive and get replaced live), so the buttons show on the right rows everywhere.
+  // Regenerate and Edit belong to the latest prompt and its answer only: marked whenever a frame
+  // moved transcript rows (they arrive and get replaced live), so the buttons show on the right
+  // rows everywhere. The latest answer is the last finished one after the latest prompt, so the
+  // walk back from the end stops at that prompt: it costs the last turn, not the transcript.
+  var marked = [];
   function markLatest() {
+    var transcript = document.getElementById("transcript");
     var latestPrompt = null, latestAnswer = null;
-    document.querySelectorAll("#transcript .msg").forEach(function (row) {
-      if (row.classList.contains("msg--replaced")) return;
+    for (var row = transcript && transcript.lastElementChild; row; row = row.previousElementSibling) {
+      if (!row.classList.contains("msg") || row.classList.contains("msg--replaced")) continue;
       var role = row.getAttribute("data-role");
-      if (role === "user") { latestPrompt = row; latestAnswer = null; }
-      else if (role === "assistant" && row.getAttribute("data-status") !== "streaming") latestAnswer = row;
-    });
-    document.querySelectorAll("#transcript .msg[data-latest]").forEach(function (row) {
-      if (row !== latestPrompt && row !== latestAnswer) row.removeAttribute("data-latest");
-    });
-    [latestPrompt, latestAnswer].forEach(function (row) { if (row) row.setAttribute("data-latest", ""); });
+      if (role === "user") { latestPrompt = row; break; }
+      if (!latestAnswer && role === "assistant" && row.getAttribute("data-status") !== "streaming") latestAnswer = row;
+    }
+    var latest = [latestPrompt, latestAnswer].filter(Boolean);
+    marked.forEach(function (old) { if (latest.indexOf(old) < 0) old.removeAttribute("data-latest"); });
+    latest.forEach(function (row) { row.setAttribute("data-latest", ""); });
+    marked = latest;
   }
   live.markLatest = markLatest;
-  document.addEventListener("htmx:wsAfterMessage", markLatest);
   document.addEventListener("DOMContentLoaded", markLatest);
 
   // Edit opens a small form under the prompt; Save and send posts it over htmx, and the
@@ -263,16 +293,12 @@
     if (!button) return;
     var row = button.closest(".msg");
     if (row.querySelector(".edit-form")) return;
-    var id = row.id + "-edit";
-    var form = document.createElement("form");
-    form.className = "edit-form";
+    // The form's markup is the page's own (<template id="edit-form-template"> in session.html).
+    var form = document.getElementById("edit-form-template").content.firstElementChild.cloneNode(true);
     form.setAttribute("hx-post", button.getAttribute("data-edit-url"));
-    form.setAttribute("hx-swap", "none");
-    form.innerHTML = '<label class="visually-hidden" for="' + id + '">Edit your message</label>' +
-      '<textarea id="' + id + '" name="text" rows="3" required></textarea>' +
-      '<div class="edit-actions"><button type="button" class="btn edit-cancel">Cancel</button>' +
-      '<button type="submit" class="btn btn--primary edit-send">Save and send</button></div>';
     var area = form.querySelector("textarea");
+    area.id = row.id + "-edit";
+    form.querySelector("label").htmlFor = area.id;
     area.value = row.querySelector(".text").innerText.replace(/\n$/, "");
     row.appendChild(form);
     button.hidden = true;
@@ -312,27 +338,36 @@
     if (minutes < 60) return minutes + " min ago";
     var hours = Math.round(minutes / 60);
     if (hours < 24) return hours + (hours === 1 ? " hour ago" : " hours ago");
-    return new Date(then).toLocaleDateString(undefined, { day: "numeric", month: "short", year: "numeric" });
+    return dayFormat.format(then);
   }
-  function renderTimes() {
+  // One formatter each for every timestamp: building one per call (toLocaleString) was most of
+  // the cost of rendering a timestamp.
+  var absoluteFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  var dayFormat = new Intl.DateTimeFormat(undefined, { day: "numeric", month: "short", year: "numeric" });
+  var TIMES = "time.msg-time[datetime]";
+  function renderTime(el, now) {
+    var then = Date.parse(el.getAttribute("datetime"));
+    if (isNaN(then)) return;
+    var absolute = absoluteFormat.format(then);
+    if (el.title !== absolute) el.title = absolute;
+    var text = el.hasAttribute("data-absolute") ? absolute : relativeTime(then, now);
+    if (el.textContent !== text) el.textContent = text;
+  }
+  function renderTimesIn(root) {
     var now = Date.now();
-    document.querySelectorAll("time.msg-time[datetime]").forEach(function (el) {
-      var then = Date.parse(el.getAttribute("datetime"));
-      if (isNaN(then)) return;
-      var absolute = new Date(then).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
-      if (el.title !== absolute) el.title = absolute;
-      var text = el.hasAttribute("data-absolute") ? absolute : relativeTime(then, now);
-      if (el.textContent !== text) el.textContent = text;
-    });
+    if (root.matches(TIMES)) renderTime(root, now);
+    root.querySelectorAll(TIMES).forEach(function (el) { renderTime(el, now); });
   }
+  // Every timestamp, on load and when "5 min ago" may have become "6 min ago"; frames render
+  // only the ones they bring (afterFrame).
+  function renderTimes() { renderTimesIn(document.documentElement); }
   live.renderTimes = renderTimes;
   document.addEventListener("click", function (evt) {
     var el = evt.target.closest && evt.target.closest("time.msg-time");
     if (!el) return;
     el.toggleAttribute("data-absolute");
-    renderTimes();
+    renderTime(el, Date.now());
   });
-  document.addEventListener("htmx:wsAfterMessage", renderTimes);
   document.addEventListener("DOMContentLoaded", renderTimes);
   setInterval(renderTimes, 30000);
   document.addEventListener("DOMContentLoaded", scrollToBottom);
@@ -345,11 +380,20 @@
     return "Retrying in " + Math.floor(seconds / 60) + ":" + (rest < 10 ? "0" : "") + rest;
   }
   var tickTimer = null;
+  // The countdowns on the page: found once on load, then in what each frame inserts (afterFrame),
+  // and forgotten when a swap takes them out.
+  var countdowns = new Set();
+  var COUNTDOWNS = "[data-retry-at-ms]";
+  function watchCountdownsIn(root) {
+    if (root.matches(COUNTDOWNS)) countdowns.add(root);
+    root.querySelectorAll(COUNTDOWNS).forEach(function (el) { countdowns.add(el); });
+  }
   // Redraws every countdown, then sleeps until the next moment one of them changes its text, so
   // "0:01" turns into "Retrying now…" when the server's retry time comes, not up to a second late.
   function tickCountdowns() {
     var now = Date.now(), next = null;
-    document.querySelectorAll("[data-retry-at-ms]").forEach(function (el) {
+    countdowns.forEach(function (el) {
+      if (!el.isConnected) { countdowns.delete(el); return; }
       if (!offsets.has(el)) offsets.set(el, parseInt(el.getAttribute("data-server-now-ms"), 10) - now || 0);
       var remaining = parseInt(el.getAttribute("data-retry-at-ms"), 10) - (now + offsets.get(el));
       var text = countdownText(remaining);
@@ -363,6 +407,7 @@
     tickTimer = next === null ? null : setTimeout(tickCountdowns, next + 5);
   }
   live.countdownText = countdownText;
-  document.addEventListener("htmx:wsAfterMessage", tickCountdowns);
+  document.addEventListener("htmx:wsAfterMessage", afterFrame);
+  watchCountdownsIn(document.documentElement);
   tickCountdowns();
 })();

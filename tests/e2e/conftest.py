@@ -18,19 +18,11 @@ from pathlib import Path
 import pytest
 
 from devtools import processes
+from devtools.browser import CHROMIUM, CHROMIUM_ARGS
 from devtools.testbed import ROOT, database_create, database_drop, free_port
 from kandev_web.env import env_str
 from tests.integration.web.processes import celery_worker
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 USERNAME, PASSWORD = "viewer", "viewer-pass-123"
 LOG_DIR = Path(os.environ.get("KANDEV_E2E_LOG_DIR", "/tmp"))  # one per helper on a shared machine
 

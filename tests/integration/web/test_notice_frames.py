@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from sessions_app import event_types as ev
-from sessions_app.frames import event_html, events_frame, snapshot_frame
+from sessions_app.frames import event_html, event_run_frame, snapshot_frame
 from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services.lifecycle.retry_wait import notices_retire
 from sessions_app.templatetags.notices import countdown_text
@@ -133,7 +133,7 @@ def test_a_replay_and_a_snapshot_agree_that_a_retired_banner_is_gone(session):
     assert 'id="notice-' in snapshot_frame(snapshot=mid_retry)
     notices_retire(session_id=session.pk, reason="succeeded")
 
-    replay = events_frame(
+    replay = event_run_frame(
         session_id=session.pk, events=events_after(session=session, after_seq=stale_seq)
     )
     shown_at = replay.index(f'<div id="notice-{notice.pk}" class="notice"')

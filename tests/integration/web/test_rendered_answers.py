@@ -13,7 +13,7 @@ from django.templatetags.static import static
 from django.test import Client
 
 from sessions_app import event_types as ev
-from sessions_app.frames import events_frame, snapshot_frame
+from sessions_app.frames import event_run_frame, snapshot_frame
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import message_dict, session_snapshot
 from sessions_app.services import message_append, message_create, prompt_submit
@@ -166,7 +166,7 @@ def test_streaming_text_stays_plain_until_the_finished_answer_replaces_it(owner,
 
     message_finish(message=message)
     event = session.events.get(type=ev.MESSAGE_UPDATED, payload__message__id=message.pk)
-    frame = events_frame(
+    frame = event_run_frame(
         session_id=session.pk,
         events=[{"seq": event.seq, "event": event.type, "payload": event.payload}],
         now_ms=1,
@@ -179,7 +179,7 @@ def test_streaming_text_stays_plain_until_the_finished_answer_replaces_it(owner,
 def test_a_message_updated_frame_sanitises_a_hostile_answer(owner, session):
     message = answer_for(session, HOSTILE_ANSWER)
     payload = {"message": message_dict(message)}
-    frame = events_frame(
+    frame = event_run_frame(
         session_id=session.pk,
         events=[{"seq": 99, "event": ev.MESSAGE_UPDATED, "payload": payload}],
         now_ms=1,

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from sessions_app.frames import MAX_FRAME_BYTES, events_frames, frame_parts
+from sessions_app.frames import MAX_FRAME_BYTES, frame_parts, replay_frames
 
 DAPHNE_LIMIT = 1_048_576  # Daphne refuses to send a websocket message larger than this
 PART = re.compile(r"^<!--ws-part (\d+)/(\d+)-->")
@@ -53,7 +53,7 @@ def test_a_replay_is_packed_into_frames_of_whole_consecutive_events():
     pieces = ["ab" * 20_000] * 40  # 40 events of 40 kB: 1.6 MB in all
     events = [message_appended(seq, 40_000 * (seq - 1), text) for seq, text in enumerate(pieces, 1)]
 
-    frames = events_frames(session_id=1, events=events, now_ms=1)
+    frames = replay_frames(session_id=1, events=events, now_ms=1)
 
     assert 6 <= len(frames) <= 10
     assert max(len(frame.encode()) for frame in frames) <= MAX_FRAME_BYTES
@@ -73,7 +73,7 @@ def test_one_event_larger_than_the_limit_is_a_frame_of_its_own_for_parts():
         message_appended(3, 5 + 2 * MAX_FRAME_BYTES, "small"),
     ]
 
-    frames = events_frames(session_id=1, events=events, now_ms=1)
+    frames = replay_frames(session_id=1, events=events, now_ms=1)
 
     assert [frame.count("data-offset=") for frame in frames] == [1, 1, 1]
     parts = frame_parts(frames[1])
