@@ -49,7 +49,9 @@ def bench_modules(*, package: str = PACKAGE, only: Sequence[str] = ()) -> list[s
     if only:
         unknown = sorted(set(only) - set(names))
         if unknown:
-            raise SystemExit(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(names)}")
+            raise SystemExit(
+                f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(names)}"
+            )
         names = [name for name in names if name in only]
     return [f"{package}.{name}" for name in names]
 
@@ -71,8 +73,15 @@ def rows_from(module_name: str, raw_rows: Iterable[dict]) -> list[Row]:
             metric = str(raw.get("name", ""))
             value = " ".join(f"{k}={_show(v)}" for k, v in raw.items() if k not in _RESERVED)
         ok = raw.get("ok")
-        rows.append(Row(benchmark, metric, value, _show(raw.get("target", "")),
-                        ok if isinstance(ok, bool) else None))
+        rows.append(
+            Row(
+                benchmark,
+                metric,
+                value,
+                _show(raw.get("target", "")),
+                ok if isinstance(ok, bool) else None,
+            )
+        )
     return rows
 
 
@@ -90,8 +99,10 @@ def run_module(module_name: str) -> list[Row]:
 def table(rows: Sequence[Row]) -> str:
     grid = [COLUMNS, *(row.cells() for row in rows)]
     widths = [max(len(line[i]) for line in grid) for i in range(len(COLUMNS))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-             for line in grid]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in grid
+    ]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
 

@@ -121,9 +121,20 @@ def _instructions(index: int, counted: int) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "callgrind.out")
         result = subprocess.run(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-             "-m", "benchmarks.bench_classifier", "--child", str(index), str(counted)],
-            capture_output=True, text=True, timeout=600,
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                "-m",
+                "benchmarks.bench_classifier",
+                "--child",
+                str(index),
+                str(counted),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
             env={**os.environ, "PYTHONHASHSEED": "0"},
         )
     found = re.search(r"Collected : (\d+)", result.stderr)
@@ -134,22 +145,26 @@ def _instructions(index: int, counted: int) -> int:
 
 def _instruction_rows() -> list[dict]:
     if shutil.which("valgrind") is None:
-        return [{
-            "metric": "instructions per evidence (callgrind)",
-            "value": "valgrind not found: apt-get install valgrind",
-            "target": f"<= {INSTRUCTIONS_BUDGET:,}",
-            "ok": False,
-        }]
+        return [
+            {
+                "metric": "instructions per evidence (callgrind)",
+                "value": "valgrind not found: apt-get install valgrind",
+                "target": f"<= {INSTRUCTIONS_BUDGET:,}",
+                "ok": False,
+            }
+        ]
     base = _instructions(0, 0)
     rows = []
     for index, name in enumerate(_cases()):
         per_call = (_instructions(index, COUNTED) - base) / COUNTED
-        rows.append({
-            "metric": f"{name}: instructions per evidence (callgrind, n={COUNTED})",
-            "value": f"{per_call:,.0f}",
-            "target": f"<= {INSTRUCTIONS_BUDGET:,}",
-            "ok": per_call <= INSTRUCTIONS_BUDGET,
-        })
+        rows.append(
+            {
+                "metric": f"{name}: instructions per evidence (callgrind, n={COUNTED})",
+                "value": f"{per_call:,.0f}",
+                "target": f"<= {INSTRUCTIONS_BUDGET:,}",
+                "ok": per_call <= INSTRUCTIONS_BUDGET,
+            }
+        )
     return rows
 
 

@@ -231,7 +231,9 @@ def _measure(*, database_url: str, mock_url: str, driver: dict, samples: _Sample
             " FROM sessions_app_promptgeneration g WHERE g.id = ANY(%s)",
             (SUCCESS_DECISION, list(generations.values())),
         ).fetchall()
-        notices_left = conn.execute("SELECT count(*) FROM ladder_retrynotice WHERE retired_at IS NULL").fetchone()[0]
+        notices_left = conn.execute(
+            "SELECT count(*) FROM ladder_retrynotice WHERE retired_at IS NULL"
+        ).fetchone()[0]
         event_log_most = _event_log_most_notices(conn)
     with urllib.request.urlopen(f"{mock_url}/_mock/requests", timeout=10) as response:
         requests = json.load(response)["requests"]

@@ -45,7 +45,9 @@ def _secrets_row() -> dict:
     for case in cases:
         for cut in range(len(case.text) + 1):
             redactor = StreamRedactor(known_values=case.known_values)
-            out = redactor.feed(case.text[:cut]) + redactor.feed(case.text[cut:]) + redactor.finish()
+            out = (
+                redactor.feed(case.text[:cut]) + redactor.feed(case.text[cut:]) + redactor.finish()
+            )
             trials += 1
             removed += not case.leaked(out)
     share = 100.0 * removed / trials

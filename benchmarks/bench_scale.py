@@ -99,6 +99,7 @@ print(json.dumps({"people": people + [warm, busy, other], "sessions": sessions,
                   "other": sessions_of(other, 1, "Other")}))
 """
 
+
 @dataclass
 class _Samples:
     most_connections: int = 0
@@ -108,9 +109,7 @@ class _Samples:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
-def _sample(
-    database_url: str, database: str, worker_pids: list[int], samples: _Samples
-) -> None:
+def _sample(database_url: str, database: str, worker_pids: list[int], samples: _Samples) -> None:
     import psutil
     import psycopg
 
@@ -147,9 +146,7 @@ def _shell(env: dict[str, str], code: str, *, stdin: str = "") -> dict | list:
 def _pool() -> tuple[str, int, int]:
     """The pool, each worker's concurrency, and how many worker processes."""
     pool = os.environ.get("KANDEV_BENCH_SCALE_POOL") or specs.WORKER_POOL
-    workers = int(
-        os.environ.get("KANDEV_BENCH_SCALE_WORKERS") or specs.worker_processes_default()
-    )
+    workers = int(os.environ.get("KANDEV_BENCH_SCALE_WORKERS") or specs.worker_processes_default())
     concurrency = int(
         os.environ.get("KANDEV_BENCH_SCALE_CONCURRENCY") or -(-SESSIONS // workers) + 16
     )
@@ -157,7 +154,11 @@ def _pool() -> tuple[str, int, int]:
 
 
 async def _viewer(
-    url: str, cookie: str, base_url: str, seen: set[int], ready: asyncio.Event,
+    url: str,
+    cookie: str,
+    base_url: str,
+    seen: set[int],
+    ready: asyncio.Event,
     connecting: asyncio.Semaphore,
 ) -> None:
     """A websocket viewer reading until cancelled. Handshakes go a few at a time (like tabs

@@ -107,7 +107,9 @@ def _broker_forget(redis_url: str, queue: str) -> None:
 
 
 def _rate(rounds: list[dict], chars: int) -> float:
-    return statistics.median(r["chars"] / max(r["seconds"], 1e-6) for r in rounds if r["chars"] == chars)
+    return statistics.median(
+        r["chars"] / max(r["seconds"], 1e-6) for r in rounds if r["chars"] == chars
+    )
 
 
 def _rows(rounds: list[dict]) -> list[dict]:

@@ -121,7 +121,9 @@ class EmbeddedServices:
         redis_dir.mkdir(parents=True, exist_ok=True)
         # No RDB snapshots on a timer: the embedded Redis only holds broker messages and channel
         # state that the database can rebuild; a final save on shutdown is enough.
-        self._redis = _patient_redis_class()(str(redis_dir / "redis.db"), serverconfig={"save": '""'})
+        self._redis = _patient_redis_class()(
+            str(redis_dir / "redis.db"), serverconfig={"save": '""'}
+        )
 
 
 def _patient_redis_class():

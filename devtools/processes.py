@@ -191,7 +191,9 @@ def wait_ready(
         if not (spec.ready_url or spec.ready_line):
             return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{spec.name} not ready within {timeout_s:.0f} s:\n{_tail(log_path)}")
+            raise TimeoutError(
+                f"{spec.name} not ready within {timeout_s:.0f} s:\n{_tail(log_path)}"
+            )
         time.sleep(0.1)
 
 

@@ -291,7 +291,10 @@ def port_is_free(*, host: str, port: int) -> bool:
 
 
 def demo_password(
-    *, state_dir: Path, env: dict[str, str], variable: str = "KANDEV_DEMO_PASSWORD",
+    *,
+    state_dir: Path,
+    env: dict[str, str],
+    variable: str = "KANDEV_DEMO_PASSWORD",
     file_name: str = "demo_password",
 ) -> str:
     """A stable local dev password: from ``variable``, else generated once and kept in the
@@ -315,15 +318,17 @@ def admin_password(*, state_dir: Path, env: dict[str, str]) -> str:
 
 def banner(*, config: RunConfig, password: str, admin: str = "") -> str:
     admin_line = [f"  Admin (retry notices, targets): {config.url}admin/  as admin / {admin}"]
-    return "\n".join([
-        "",
-        f"  Kandev Web is running at {config.url}",
-        f"  Log in as: demo / {password}",
-        *(admin_line if admin else []),
-        f"  Mock provider: {config.mock_url}  (try the prompt: /overloaded:2 tell me a joke)",
-        "  Press Ctrl-C to stop everything.",
-        "",
-    ])
+    return "\n".join(
+        [
+            "",
+            f"  Kandev Web is running at {config.url}",
+            f"  Log in as: demo / {password}",
+            *(admin_line if admin else []),
+            f"  Mock provider: {config.mock_url}  (try the prompt: /overloaded:2 tell me a joke)",
+            "  Press Ctrl-C to stop everything.",
+            "",
+        ]
+    )
 
 
 def child_env(
@@ -345,8 +350,10 @@ def child_env(
 
 
 def serve(*, config: RunConfig) -> int:
-    for name, host, port in (("PORT", config.host, config.port),
-                             ("KANDEV_MOCK_PORT", "127.0.0.1", config.mock_port)):
+    for name, host, port in (
+        ("PORT", config.host, config.port),
+        ("KANDEV_MOCK_PORT", "127.0.0.1", config.mock_port),
+    ):
         if not port_is_free(host=host, port=port):
             print(f"Port {port} on {host} is in use. Stop what uses it or set {name}.", flush=True)
             return 2
@@ -369,7 +376,10 @@ def serve(*, config: RunConfig) -> int:
         )
         try:
             return _supervise(
-                supervisor=supervisor, config=config, password=password, admin=admin,
+                supervisor=supervisor,
+                config=config,
+                password=password,
+                admin=admin,
                 stop=stop_requested,
             )
         finally:

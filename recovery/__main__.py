@@ -87,8 +87,21 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["redact"] and (tier := _redact_tier(argv[1:])) is not None:
         # Text passes through unchanged byte for byte apart from the markers: no newline
         # translation, and undecodable bytes survive as they came.
-        source = open(sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", newline="", closefd=False)
-        out = open(sys.stdout.fileno(), "w", encoding="utf-8", errors="surrogateescape", newline="", closefd=False)
+        source = open(
+            sys.stdin.fileno(),
+            encoding="utf-8",
+            errors="surrogateescape",
+            newline="",
+            closefd=False,
+        )
+        out = open(
+            sys.stdout.fileno(),
+            "w",
+            encoding="utf-8",
+            errors="surrogateescape",
+            newline="",
+            closefd=False,
+        )
         with source, out:
             return run_redact(tier, source, out)
     sys.stderr.write(USAGE + "\n")

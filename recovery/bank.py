@@ -137,8 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = run_bank(load_bank())
     misses = [outcome for outcome in outcomes if not outcome.correct]
     for outcome in misses:
-        print(f"MISS {outcome.entry.name} [{outcome.entry.family}] "
-              f"expected {outcome.entry.expect}, got {outcome.got}")
+        print(
+            f"MISS {outcome.entry.name} [{outcome.entry.family}] "
+            f"expected {outcome.entry.expect}, got {outcome.got}"
+        )
     families = sorted({outcome.entry.family for outcome in outcomes})
     for family in families:
         mine = [outcome for outcome in outcomes if outcome.entry.family == family]

@@ -136,9 +136,7 @@ def judge_replay(*, evidence: Evidence, replay: ReplayFacts) -> ReplayJudgement:
     """
     classification = classify(evidence)
     disposition = replay_disposition(facts=replay, classification=classification)
-    exposure = replay_exposure(
-        facts=replay, disposition=disposition, classification=classification
-    )
+    exposure = replay_exposure(facts=replay, disposition=disposition, classification=classification)
     return ReplayJudgement(
         classification=classification,
         replay=disposition,

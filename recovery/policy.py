@@ -132,14 +132,14 @@ def decide(
             limit_s = settings.retry_after_cap_s if beyond_cap else remaining_s
             return manual(
                 provider_wait_message(
-                    code, wait_s=max(retry_after_s, provider_wait_s), limit_s=limit_s,
+                    code,
+                    wait_s=max(retry_after_s, provider_wait_s),
+                    limit_s=limit_s,
                     limit_is_cap=beyond_cap,
                 )
             )
         if budget.turn_cap_binds(clock=clock):
-            return manual(
-                turn_cap_message(code, turn_elapsed_s=budget.turn_elapsed_s(clock=clock))
-            )
+            return manual(turn_cap_message(code, turn_elapsed_s=budget.turn_elapsed_s(clock=clock)))
         return manual(out_of_time_message(code, elapsed_s=budget.elapsed_s(clock=clock)))
 
     next_attempt = budget.retries + 1

@@ -73,9 +73,7 @@ class ReplayFacts:
     signature_in_data: bool = False  # the catalogue knew a transient failure in JSON-RPC data
 
 
-def replay_disposition(
-    *, facts: ReplayFacts, classification: Classification
-) -> ReplayDisposition:
+def replay_disposition(*, facts: ReplayFacts, classification: Classification) -> ReplayDisposition:
     """Whether the whole prompt may be sent again, given the failure's one classification."""
     return ReplayDisposition.because(_reason(facts, classification))
 

@@ -122,9 +122,7 @@ def hard_message(code: Code, *, resets_in_s: float | None) -> str:
     return f"{_reason(code)}. {advice}"
 
 
-def provider_wait_message(
-    code: Code, *, wait_s: float, limit_s: float, limit_is_cap: bool
-) -> str:
+def provider_wait_message(code: Code, *, wait_s: float, limit_s: float, limit_is_cap: bool) -> str:
     """The provider asked for a wait longer than automatic recovery may take."""
     limit = (
         f"the longest wait automatic retry takes ({duration_phrase(limit_s)})"
@@ -266,9 +264,7 @@ def recovery_actions(code: str) -> tuple[str, ...]:
     return ("fresh",) if repeats else ("resume", "fresh")
 
 
-def replay_refused_card(
-    code: Code, *, reason: ReplayReason, partial: bool, detail: str
-) -> str:
+def replay_refused_card(code: Code, *, reason: ReplayReason, partial: bool, detail: str) -> str:
     """The card for an agent's failed prompt that was not sent again automatically."""
     parts = [replay_refused_message(code, reason=reason)]
     if partial:
@@ -305,6 +301,8 @@ def shared_trouble_reason(code: str) -> str:
 def deferred_message(reason: str, *, wait_s: float, attempt: int, max_attempts: int) -> str:
     """A turn that waits for the target's health before its next call."""
     return f"{reason}. Retrying in {duration_phrase(wait_s)} (attempt {attempt} of {max_attempts})."
+
+
 # ---- the composer and the transcript around a retry or a re-run --------------------------------
 
 STILL_WORKING = "The agent is still working. Wait for it to finish or press Stop."

@@ -58,7 +58,9 @@ AGENT_CASE_CODES = {
 }
 _URL = re.compile(r"https?://[^\s\"',)]+")
 # Host paths an agent mentions (its slash commands' help says "~/Desktop"; tools name files).
-_HOST_PATH = re.compile(r"(?<![\w.:/~])(?:~|/(?:home|Users|root|var|etc|tmp|opt|srv|mnt|usr))/[\w.@+\-/]*")
+_HOST_PATH = re.compile(
+    r"(?<![\w.:/~])(?:~|/(?:home|Users|root|var|etc|tmp|opt|srv|mnt|usr))/[\w.@+\-/]*"
+)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
@@ -149,7 +151,9 @@ async def _capture(kind: str, case: str, *, mock_url: str, work: Path) -> dict:
             if getattr(outcome, "attempt", None) is None or outcome.attempt.diagnostic is None
             else str(outcome.attempt.diagnostic.code),
             "disposition": {
-                "retry_allowed": bool(getattr(outcome, "replay", None) and outcome.replay.retry_allowed),
+                "retry_allowed": bool(
+                    getattr(outcome, "replay", None) and outcome.replay.retry_allowed
+                ),
                 "reason": str(outcome.replay.reason) if hasattr(outcome, "replay") else "",
             },
         },

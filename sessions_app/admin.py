@@ -93,11 +93,15 @@ class ProviderTargetAdmin(admin.ModelAdmin):
     def allowed(self, obj: ProviderTarget) -> bool:
         """False for a target the workers refuse under today's allowlists (say, after a change
         to KANDEV_PROVIDER_HOSTS, or a row edited in the database)."""
-        return not target_problems(kind=obj.kind, base_url=obj.base_url, api_key_env=obj.api_key_env)
+        return not target_problems(
+            kind=obj.kind, base_url=obj.base_url, api_key_env=obj.api_key_env
+        )
 
     @admin.display(description="Refused because")
     def refused_because(self, obj: ProviderTarget) -> str:
-        problems = target_problems(kind=obj.kind, base_url=obj.base_url, api_key_env=obj.api_key_env)
+        problems = target_problems(
+            kind=obj.kind, base_url=obj.base_url, api_key_env=obj.api_key_env
+        )
         return "; ".join(f"{p.field} {p.message}" for p in problems) or "-"
 
 
@@ -175,7 +179,15 @@ class NoteAdmin(admin.ModelAdmin):
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     # The digest alone is useless to an attacker, but there is no reason to show it either.
-    list_display = ["prefix", "label", "user", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    list_display = [
+        "prefix",
+        "label",
+        "user",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+    ]
     list_select_related = ["user"]
     exclude = ["digest"]
     readonly_fields = ["user", "prefix", "label", "created_at", "last_used_at"]

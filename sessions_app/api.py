@@ -267,9 +267,7 @@ def sessions_cancel_retry(request: TokenRequest, session_id: int) -> dict:
 )
 def sessions_recover(request: TokenRequest, session_id: int, payload: RecoverIn) -> Status:
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
-    generation = prompts.session_recover(
-        session=session, user=request.auth, action=payload.action
-    )
+    generation = prompts.session_recover(session=session, user=request.auth, action=payload.action)
     return Status(202, {"generation": generation.number})
 
 
@@ -305,9 +303,7 @@ def sessions_update(request: TokenRequest, session_id: int, payload: SessionPatc
     target = ProviderTarget.objects.filter(pk=payload.target).first()
     if target is None:
         raise UnknownReference("target", "no such target")
-    session = targets.session_target_set(
-        session=session, user=request.auth, target=target
-    )
+    session = targets.session_target_set(session=session, user=request.auth, target=target)
     return _session_out(session)
 
 

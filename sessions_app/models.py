@@ -71,7 +71,9 @@ class ProviderTarget(models.Model):
 class TargetFallback(models.Model):
     """One ordered entry of a target's fallback list."""
 
-    target = models.ForeignKey(ProviderTarget, on_delete=models.CASCADE, related_name="fallback_links")
+    target = models.ForeignKey(
+        ProviderTarget, on_delete=models.CASCADE, related_name="fallback_links"
+    )
     fallback = models.ForeignKey(ProviderTarget, on_delete=models.CASCADE, related_name="+")
     position = models.PositiveSmallIntegerField()
 
@@ -93,7 +95,9 @@ class Task(models.Model):
         NEEDS_ATTENTION = "needs_attention", "Needs attention"
         DONE = "done", "Done"
 
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks"
+    )
     title = models.CharField(max_length=200)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     # Archived tasks leave the board (they are listed under "Archived") and keep everything.
@@ -123,7 +127,9 @@ class Session(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="owned_sessions"
     )
     # Members may view and prompt; the owner is always allowed and need not be listed.
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="member_sessions", blank=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="member_sessions", blank=True
+    )
     target = models.ForeignKey(ProviderTarget, on_delete=models.PROTECT, related_name="sessions")
     title = models.CharField(max_length=200)
     state = models.CharField(max_length=20, choices=State.choices, default=State.IDLE)
@@ -213,7 +219,9 @@ class MessageManager(models.Manager):
         chunks = (
             MessageChunk.objects.filter(message=models.OuterRef("pk"))
             .values("message")
-            .annotate(joined=models.StringAgg("text", delimiter=models.Value(""), order_by="position"))
+            .annotate(
+                joined=models.StringAgg("text", delimiter=models.Value(""), order_by="position")
+            )
             .values("joined")
         )
         return super().get_queryset().annotate(streamed_text=models.Subquery(chunks))
@@ -317,7 +325,9 @@ class Note(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["session", "tool_call_id"], name="note_once_per_tool_call"),
+            models.UniqueConstraint(
+                fields=["session", "tool_call_id"], name="note_once_per_tool_call"
+            ),
         ]
 
 
@@ -325,7 +335,9 @@ class ApiToken(models.Model):
     """A bearer token for the JSON API. Only its SHA-256 digest is stored. It works until it is
     revoked (by its owner or staff) or its optional expiry passes; the row stays for the record."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
     digest = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12)  # shown in admin to tell tokens apart
     label = models.CharField(max_length=100, blank=True)  # the owner's note: "laptop", "ci"

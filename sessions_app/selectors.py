@@ -150,7 +150,10 @@ def target_default(*, targets: QuerySet[ProviderTarget]) -> ProviderTarget | Non
     """The target the new-session form preselects: the plain Mock provider when there is one
     (what the README presents first), else the first direct provider, else the first target."""
     listed = list(targets)
-    for kinds in ((ProviderTarget.Kind.MOCK,), (ProviderTarget.Kind.ANTHROPIC, ProviderTarget.Kind.OPENAI)):
+    for kinds in (
+        (ProviderTarget.Kind.MOCK,),
+        (ProviderTarget.Kind.ANTHROPIC, ProviderTarget.Kind.OPENAI),
+    ):
         for target in listed:
             if target.kind in kinds:
                 return target
@@ -179,7 +182,9 @@ def sessions_recent(*, user: User, limit: int = 30) -> list[Session]:
 def api_tokens_for_user(*, user: User) -> QuerySet[ApiToken]:
     """The user's tokens that are not revoked (expired ones included: they say so), newest
     first."""
-    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).order_by("-created_at", "-id")
+    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).order_by(
+        "-created_at", "-id"
+    )
 
 
 def targets_all() -> QuerySet[ProviderTarget]:
@@ -241,9 +246,7 @@ def notice_dict(notice: RetryNotice) -> dict[str, Any]:
 def session_notice(*, session: Session) -> dict[str, Any] | None:
     """The session's live retry banner; retired notices are kept for the admin, never shown."""
     notice = (
-        RetryNotice.objects.live().filter(session=session)
-        .order_by("-updated_at", "-id")
-        .first()
+        RetryNotice.objects.live().filter(session=session).order_by("-updated_at", "-id").first()
     )
     return notice_dict(notice) if notice is not None else None
 

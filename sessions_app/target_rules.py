@@ -83,16 +83,16 @@ def target_problems(
         if refusal is not None:
             source = "" if base_url else " (the default for this kind)"
             problems.append(
-                TargetProblem(
-                    "base_url", f"{url!r}{source} {refusal}; see KANDEV_PROVIDER_HOSTS"
-                )
+                TargetProblem("base_url", f"{url!r}{source} {refusal}; see KANDEV_PROVIDER_HOSTS")
             )
     return problems
 
 
 def _key_env_problem(api_key_env: str) -> TargetProblem | None:
     if not ENV_NAME.match(api_key_env):
-        return TargetProblem("api_key_env", "must be the name of an environment variable, not a key")
+        return TargetProblem(
+            "api_key_env", "must be the name of an environment variable, not a key"
+        )
     allowed = settings.KANDEV_PROVIDER_KEY_ENVS
     if api_key_env not in allowed:
         listed = ", ".join(sorted(allowed)) or "none"

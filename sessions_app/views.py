@@ -240,7 +240,12 @@ def task_unarchive_view(request: SignedInRequest, task_id: int) -> HttpResponse:
 
 
 def _session_page(
-    request: SignedInRequest, session: Session, *, draft: str = "", error: str = "", status: int = 200
+    request: SignedInRequest,
+    session: Session,
+    *,
+    draft: str = "",
+    error: str = "",
+    status: int = 200,
 ) -> HttpResponse:
     context = {
         "snapshot": session_snapshot(session=session),

@@ -25,9 +25,7 @@ S, E, B = Tier.STRUCTURED, Tier.EXACT, Tier.BROAD
 _ERROR_BODY = frozenset({Source.HTTP, Source.SSE})
 # Everything but an agent's answer chunk: where a provider's sentence (not its error type) is
 # the failure speaking. A chunk is the agent talking, and agents quote errors in their answers.
-_NOT_A_CHUNK = frozenset(
-    {Source.HTTP, Source.SSE, Source.ACP_PROMPT, Source.STDERR, Source.EXIT}
-)
+_NOT_A_CHUNK = frozenset({Source.HTTP, Source.SSE, Source.ACP_PROMPT, Source.STDERR, Source.EXIT})
 # An agent's own log: where a Python SDK's exception line is the agent's failure.
 _AGENT_LOG = frozenset({Source.STDERR, Source.EXIT})
 # The openings of the providers' context-window refusals (Anthropic, OpenAI and its compatibles,
@@ -802,7 +800,7 @@ RULES: tuple[Rule, ...] = (
         id="acp.claude.api_error_body.overloaded.v1",
         code=Code.PROVIDER_OVERLOADED,
         tier=E,
-        line=_line(_CLAUDE + r'\{\"type\":\"error\",\"error\":\{\"type\":\"overloaded_error\"'),
+        line=_line(_CLAUDE + r"\{\"type\":\"error\",\"error\":\{\"type\":\"overloaded_error\""),
         needles=("api error:",),
         why_narrow=(
             "Claude Code relaying an in-stream overload event (no status before the body); the error "
@@ -813,7 +811,7 @@ RULES: tuple[Rule, ...] = (
         id="acp.claude.api_error_body.api_error.v1",
         code=Code.PROVIDER_UNAVAILABLE,
         tier=E,
-        line=_line(_CLAUDE + r'\{\"type\":\"error\",\"error\":\{\"type\":\"api_error\"'),
+        line=_line(_CLAUDE + r"\{\"type\":\"error\",\"error\":\{\"type\":\"api_error\""),
         needles=("api error:",),
         why_narrow=(
             "Claude Code relaying an in-stream server error event (no status before the body); the error "
@@ -824,7 +822,7 @@ RULES: tuple[Rule, ...] = (
         id="acp.claude.api_error_body.rate_limit.v1",
         code=Code.RATE_LIMITED,
         tier=E,
-        line=_line(_CLAUDE + r'\{\"type\":\"error\",\"error\":\{\"type\":\"rate_limit_error\"'),
+        line=_line(_CLAUDE + r"\{\"type\":\"error\",\"error\":\{\"type\":\"rate_limit_error\""),
         needles=("api error:",),
         why_narrow=(
             "Claude Code relaying an in-stream rate-limit event (no status before the body); the error "
@@ -930,7 +928,9 @@ RULES: tuple[Rule, ...] = (
         code=Code.QUOTA_LIMITED,
         tier=E,
         sources=_NOT_A_CHUNK,
-        line=_line(r"Quota exceeded for quota metric '[^']{1,200}' and limit '[^']{0,200}per day\b"),
+        line=_line(
+            r"Quota exceeded for quota metric '[^']{1,200}' and limit '[^']{0,200}per day\b"
+        ),
         needles=("quota exceeded for quota metric",),
         why_narrow=(
             "Google's (Code Assist, Vertex) quota sentence whose limit is counted per day; not "

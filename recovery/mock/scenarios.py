@@ -299,7 +299,9 @@ def echo_credentials_stream(req: ScenarioRequest) -> Plan:
     key = token or scheme  # the key itself, without "Bearer"
     pieces = _pieces(key, 4)
     if req.tool_result is not None:
-        return Plan((Start(), Text(("Noted: ", req.tool_result, f" key {key}")), Finish("end_turn")))
+        return Plan(
+            (Start(), Text(("Noted: ", req.tool_result, f" key {key}")), Finish("end_turn"))
+        )
     arguments = json.dumps({"text": f"remember {key}"})
     return Plan(
         (

@@ -195,9 +195,7 @@ async def _serve(
         selection = _selection(request, wire, model, history, conversation)
     except UnknownScenario as unknown:
         return _refuse(entry, wire, Failure.BAD_REQUEST, str(unknown))
-    plan = _plan(
-        request.app[STATE_KEY], selection, conversation, history, model, entry, credential
-    )
+    plan = _plan(request.app[STATE_KEY], selection, conversation, history, model, entry, credential)
     if plan.http_error is not None:
         fail = plan.http_error.fail
         if fail.failure is Failure.ECHO_CREDENTIALS:

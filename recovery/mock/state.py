@@ -32,7 +32,9 @@ def recorded_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
         if name in _CREDENTIAL_HEADERS:
             scheme, _, token = value.partition(" ")
             value = (
-                f"{scheme} {credential_fingerprint(token)}" if token else credential_fingerprint(value)
+                f"{scheme} {credential_fingerprint(token)}"
+                if token
+                else credential_fingerprint(value)
             )
         recorded[name] = value
     return recorded

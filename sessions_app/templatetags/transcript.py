@@ -96,7 +96,7 @@ def text_length(text: str | None) -> int:
 
 @register.filter
 def absolute_time(iso: str | None) -> str:
-    """"1 Dec 2026, 09:14 UTC" for a stored ISO timestamp; the browser shows it relative and in
+    """ "1 Dec 2026, 09:14 UTC" for a stored ISO timestamp; the browser shows it relative and in
     local time, keeping this as the title (hover) and as the text without JavaScript."""
     if not iso:
         return ""
@@ -145,11 +145,13 @@ def replaced_summary(reason: str) -> str:
 
 @register.filter
 def recovered_line(recovered: dict[str, Any] | None) -> str:
-    """"Recovered after 2 retries (provider overloaded)" from ``metadata["recovered"]``."""
+    """ "Recovered after 2 retries (provider overloaded)" from ``metadata["recovered"]``."""
     if not isinstance(recovered, dict):
         return ""
     try:
         retries = int(recovered.get("retries", 0))
     except (TypeError, ValueError):
         return ""
-    return wording.recovered_line(str(recovered.get("code", "")), retries=retries) if retries else ""
+    return (
+        wording.recovered_line(str(recovered.get("code", "")), retries=retries) if retries else ""
+    )

@@ -60,5 +60,3 @@ def rabbitmq_forget(queue: str) -> None:
         channel = connection.default_channel
         channel.queue_delete(queue=queue)
         channel.exchange_delete(exchange=queue)
-
-

@@ -128,9 +128,10 @@ def test_a_session_joins_a_task_that_is_renamed_searched_and_archived(stack, req
 
     open_board(page, f"?q={screen.upper()}")
     assert card(page, renamed).count() == 1
-    assert page.locator("article.task").count() == page.locator(
-        f"article.task:has-text('{screen}')"
-    ).count()
+    assert (
+        page.locator("article.task").count()
+        == page.locator(f"article.task:has-text('{screen}')").count()
+    )
     if screen == "phone":
         assert_fits_a_phone(page)
 

@@ -26,7 +26,7 @@ MARKDOWN_PROMPT = (
 )
 HOSTILE_PROMPT = (
     'x <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>\n\n'
-    "[click me](javascript:window.__pwned=3) <a href=\"javascript:window.__pwned=4\">raw</a>\n\n"
+    '[click me](javascript:window.__pwned=3) <a href="javascript:window.__pwned=4">raw</a>\n\n'
     "[safe](https://example.com/)\n"
 )
 WATCH_ERRORS = """() => {
@@ -98,9 +98,7 @@ def test_hostile_markup_in_an_answer_never_runs_or_links_to_javascript(stack, de
         assert "<script>" in page.locator(ANSWER).last.inner_text()  # shown, as text
 
 
-def test_enter_sends_shift_enter_adds_a_line_and_focus_stays_in_the_composer(
-    stack, desktop
-):
+def test_enter_sends_shift_enter_adds_a_line_and_focus_stays_in_the_composer(stack, desktop):
     session_id = stack.new_session("Keys")
     open_session(desktop, session_id)
     errors = watch_console(desktop)

@@ -191,9 +191,7 @@ def start_waiting(actor, watcher) -> None:
         page.wait_for_selector("#notice .notice-attempt:has-text('attempt 1 of 5')", timeout=60_000)
 
 
-def test_desktop_a_prompt_during_a_wait_is_refused_and_esc_cancels_the_retry(
-    stack, desktop, phone
-):
+def test_desktop_a_prompt_during_a_wait_is_refused_and_esc_cancels_the_retry(stack, desktop, phone):
     open_on_both(stack, "Wait desktop", desktop, phone)
     start_waiting(desktop, phone)
     desktop.fill("#composer-text", "a new question")

@@ -97,7 +97,9 @@ def test_after_a_dropped_socket_the_page_catches_up_to_what_a_fresh_load_shows(s
     session_id = stack.new_session("Reconnect")
     sockets: list[str] = []
     # The board the login landed on has a live socket of its own; count the session's.
-    desktop.on("websocket", lambda ws: sockets.append(ws.url) if "/ws/sessions/" in ws.url else None)
+    desktop.on(
+        "websocket", lambda ws: sockets.append(ws.url) if "/ws/sessions/" in ws.url else None
+    )
     open_session(desktop, session_id)
     desktop.evaluate("window.__sameDocument = true")
 

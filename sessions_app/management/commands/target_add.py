@@ -22,7 +22,9 @@ from sessions_app.services import target_create, target_update
 
 
 class Command(BaseCommand):
-    help = "Create a provider target, or change one with --update. Staff only: it runs on the server."
+    help = (
+        "Create a provider target, or change one with --update. Staff only: it runs on the server."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")

@@ -140,7 +140,10 @@ def test_worker_shutdown_ends_every_agent_still_running(mock_agent):
             started.set()
 
         outcomes.append(
-            collect(acp_prompt_iter(spec_with_helper(mock_agent, "/slow:2000 hello")), on_first_event=first)[1]
+            collect(
+                acp_prompt_iter(spec_with_helper(mock_agent, "/slow:2000 hello")),
+                on_first_event=first,
+            )[1]
         )
 
     thread = threading.Thread(target=run, daemon=True)

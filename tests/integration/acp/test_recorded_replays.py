@@ -48,7 +48,9 @@ async def test_a_recorded_replay_reaches_what_the_live_run_reached(fixture):
         env={"PYTHONPATH": str(REPO)},
     )
 
-    outcome = await AcpPromptRun(spec=spec, on_event=lambda e: seen.append(event_token(e))).execute()
+    outcome = await AcpPromptRun(
+        spec=spec, on_event=lambda e: seen.append(event_token(e))
+    ).execute()
 
     assert isinstance(outcome, PromptFailure)
     assert [t for t in seen if t != "model"] + [outcome_token(outcome)] == list(

@@ -42,7 +42,10 @@ def clock():
 @pytest.fixture
 def acp_target(db):
     return ProviderTargetFactory(
-        name="Mock agent", kind=ProviderTarget.Kind.ACP, model="", agent_kind=ProviderTarget.AgentKind.MOCK
+        name="Mock agent",
+        kind=ProviderTarget.Kind.ACP,
+        model="",
+        agent_kind=ProviderTarget.AgentKind.MOCK,
     )
 
 

@@ -68,14 +68,11 @@ def test_an_overloaded_agent_waits_visibly_and_the_whole_prompt_recovers_in_a_ne
         .first()
     )
     assert retired < first_row.seq
-    assert (
-        list(
-            AttemptRecord.objects.filter(generation=generation)
-            .order_by("id")
-            .values_list("code", "decision")
-        )
-        == [("provider_overloaded", "retry")] * 2 + [("none", "success")]
-    )
+    assert list(
+        AttemptRecord.objects.filter(generation=generation)
+        .order_by("id")
+        .values_list("code", "decision")
+    ) == [("provider_overloaded", "retry")] * 2 + [("none", "success")]
 
 
 def test_a_lost_transport_is_manual_every_time_without_a_notice(chat, owner, clock):

@@ -37,7 +37,9 @@ def test_every_stale_snapshot_plus_its_events_equals_a_fresh_one(chat, owner):
     stale = [session_snapshot(session=chat)]
 
     run(chat, owner, "/slow-stream:40 tell me a story", clock)
-    appended = [e for e in events_after(session=chat, after_seq=0) if e["event"] == "message.appended"]
+    appended = [
+        e for e in events_after(session=chat, after_seq=0) if e["event"] == "message.appended"
+    ]
     assert len(appended) >= 2  # the story really streamed in several coalesced pieces
     stale.append(session_snapshot(session=chat))
     run(chat, owner, '/tool append_note {"text": "buy milk"} save this', clock)

@@ -94,7 +94,9 @@ def test_it_refuses_empty_and_oversized_prompts(session, owner, text, settings):
 
 def test_a_credential_pasted_into_a_prompt_is_never_stored(session, owner):
     prompt_submit(
-        session=session, user=owner, text="why does sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123 fail?"
+        session=session,
+        user=owner,
+        text="why does sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123 fail?",
     )
 
     stored = Message.objects.get(session=session, role="user").text
@@ -209,7 +211,9 @@ def test_events_after_returns_the_log_in_order_from_a_seq(session, owner):
 
 
 def test_target_create_stores_ordered_fallbacks(db):
-    backup = target_create(name="Backup", kind="openai", model="gpt-x", api_key_env="OPENAI_API_KEY")
+    backup = target_create(
+        name="Backup", kind="openai", model="gpt-x", api_key_env="OPENAI_API_KEY"
+    )
     spare = target_create(name="Spare", kind="mock")
     main = target_create(
         name="Main",

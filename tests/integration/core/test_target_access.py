@@ -82,7 +82,10 @@ def test_the_target_list_shows_a_user_names_and_models_only(owner_api, operators
 
     assert response.status_code == 200
     listed = response.json()
-    assert [(t["name"], t["model"]) for t in listed] == [("Team agent", ""), ("Team proxy", "gpt-team")]
+    assert [(t["name"], t["model"]) for t in listed] == [
+        ("Team agent", ""),
+        ("Team proxy", "gpt-team"),
+    ]
     assert {frozenset(t) for t in listed} == {frozenset({"id", "name", "model"})}
     for text in SET_UP:
         assert text not in response.content.decode()
@@ -112,7 +115,9 @@ def test_the_board_and_the_session_page_never_show_a_targets_set_up(owner, opera
             assert text not in page.content.decode()
 
 
-def test_the_session_detail_names_its_target_without_its_set_up(owner, owner_api, operators_targets):
+def test_the_session_detail_names_its_target_without_its_set_up(
+    owner, owner_api, operators_targets
+):
     session = session_create(owner=owner, target=operators_targets[1], title="Agent work")
 
     response = owner_api.get(f"/api/v1/sessions/{session.pk}")

@@ -137,7 +137,10 @@ def test_the_target_key_is_the_only_credential_the_worker_sends(owner, mock_prov
 
     assert generation.state == "succeeded"
     [request] = mock_provider.requests()
-    assert request["headers"]["authorization"] == f"Bearer {MockProvider.fingerprint(FAKE_ANTHROPIC_KEY)}"
+    assert (
+        request["headers"]["authorization"]
+        == f"Bearer {MockProvider.fingerprint(FAKE_ANTHROPIC_KEY)}"
+    )
     sent = sent_headers(mock_provider)
     for secret in [*WORKER_SECRETS.values(), os.environ["DATABASE_URL"], os.environ["REDIS_URL"]]:
         assert secret not in sent and MockProvider.fingerprint(secret) not in sent

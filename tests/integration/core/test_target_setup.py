@@ -27,7 +27,14 @@ ALLOWED = {"name": "Claude", "kind": "anthropic", "model": "claude-x"}
 
 @pytest.mark.parametrize(
     "key_env",
-    ["SECRET_KEY", "DATABASE_URL", "REDIS_URL", "KANDEV_DEMO_PASSWORD", "HOME", "AWS_SECRET_ACCESS_KEY"],
+    [
+        "SECRET_KEY",
+        "DATABASE_URL",
+        "REDIS_URL",
+        "KANDEV_DEMO_PASSWORD",
+        "HOME",
+        "AWS_SECRET_ACCESS_KEY",
+    ],
 )
 def test_a_key_variable_outside_the_allowlist_is_refused_when_saved(key_env):
     with pytest.raises(InvalidInput) as refused:
@@ -83,7 +90,9 @@ def test_the_operators_allowlists_decide(settings):
 
 
 def test_an_empty_base_url_means_the_providers_default_which_must_be_allowed_too(settings):
-    target_create(name="Claude", kind="anthropic", model="claude-x", api_key_env="ANTHROPIC_API_KEY")
+    target_create(
+        name="Claude", kind="anthropic", model="claude-x", api_key_env="ANTHROPIC_API_KEY"
+    )
     settings.KANDEV_PROVIDER_HOSTS = HostAllowlist.parse(["127.0.0.1"])
 
     with pytest.raises(InvalidInput) as refused:

@@ -34,9 +34,7 @@ def running(session, user, *, silent_for_s: float) -> PromptGeneration:
     return generation
 
 
-def test_a_generation_whose_worker_went_silent_is_handed_back_with_its_partial_text(
-    session, owner
-):
+def test_a_generation_whose_worker_went_silent_is_handed_back_with_its_partial_text(session, owner):
     generation = running(session, owner, silent_for_s=120)
     partial = message_start_streaming(session=session, generation=generation)
     message_append(message=partial, text="Half an")

@@ -69,7 +69,9 @@ def test_a_529_on_the_second_call_of_a_tool_turn_165_s_in_is_retried(
     assert generation.state == State.WAITING_RETRY
     notice = session_snapshot(session=chat)["notice"]
     assert (notice["reason"], notice["attempt"], notice["max_attempts"]) == (
-        "Provider overloaded", 1, 5,
+        "Provider overloaded",
+        1,
+        5,
     )
     assert 4.0 <= notice["retry_at_ms"] / 1000 - clock.now() <= 6.0  # the ladder's first step
 
@@ -81,9 +83,9 @@ def test_a_529_on_the_second_call_of_a_tool_turn_165_s_in_is_retried(
     final = Message.objects.filter(session=chat, role="assistant").last()
     assert final.text.startswith("The tool returned: Saved note #")
     assert list(
-        AttemptRecord.objects.filter(generation=generation).order_by("id").values_list(
-            "code", "decision"
-        )
+        AttemptRecord.objects.filter(generation=generation)
+        .order_by("id")
+        .values_list("code", "decision")
     ) == [("none", "success"), ("provider_overloaded", "retry"), ("none", "success")]
 
 

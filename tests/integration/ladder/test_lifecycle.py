@@ -65,7 +65,9 @@ def test_an_overload_before_output_waits_visibly_and_heals_when_the_provider_rec
     assert chat.task.status == "in_progress"  # never needs-attention while waiting
     notice = session_snapshot(session=chat)["notice"]
     assert (notice["reason"], notice["provider"], notice["model"]) == (
-        "Provider overloaded", "Mock", "mock-1",
+        "Provider overloaded",
+        "Mock",
+        "mock-1",
     )
     assert (notice["attempt"], notice["max_attempts"]) == (1, 5)
     wait_s = notice["retry_at_ms"] / 1000 - clock.now()
@@ -93,16 +95,20 @@ def test_an_overload_before_output_waits_visibly_and_heals_when_the_provider_rec
     assert kinds == ["notice.upserted"] * 4 + ["notice.deleted"]
     # The banner is retired before the answer's first row is pushed.
     deleted_seq = SessionEvent.objects.get(session=chat, type="notice.deleted").seq
-    answer_seq = SessionEvent.objects.filter(
-        session=chat, type="message.created", payload__message__role="assistant"
-    ).values_list("seq", flat=True).get()
+    answer_seq = (
+        SessionEvent.objects.filter(
+            session=chat, type="message.created", payload__message__role="assistant"
+        )
+        .values_list("seq", flat=True)
+        .get()
+    )
     assert deleted_seq < answer_seq
     loop.refresh_from_db()
     assert loop.state == RetryLoop.State.SUCCEEDED
     assert list(
-        AttemptRecord.objects.filter(generation=generation).order_by("id").values_list(
-            "code", "decision"
-        )
+        AttemptRecord.objects.filter(generation=generation)
+        .order_by("id")
+        .values_list("code", "decision")
     ) == [("provider_overloaded", "retry")] * 2 + [("none", "success")]
 
 
@@ -206,9 +212,7 @@ def test_cancel_after_the_loop_ended_still_retires_a_stale_notice(chat, owner, c
     assert not RetryNotice.objects.live().exists()
 
 
-def test_cancel_on_a_foreign_or_unknown_session_answers_like_no_loop(
-    chat, owner, stranger, clock
-):
+def test_cancel_on_a_foreign_or_unknown_session_answers_like_no_loop(chat, owner, stranger, clock):
     run_prompt(chat, owner, "/overloaded:1 hi", clock)
 
     assert retry_cancel(session_id=chat.pk, user=stranger) == []

@@ -27,8 +27,14 @@ pytestmark = pytest.mark.django_db
 
 def upsert(loop, *, attempt=2, retry_at=1_800_000_010.0):
     return notice_upsert(
-        loop=loop, code="provider_overloaded", reason="Provider overloaded", provider="Mock",
-        model="mock-1", attempt=attempt, max_attempts=5, retry_at=retry_at,
+        loop=loop,
+        code="provider_overloaded",
+        reason="Provider overloaded",
+        provider="Mock",
+        model="mock-1",
+        attempt=attempt,
+        max_attempts=5,
+        retry_at=retry_at,
     )
 
 
@@ -53,7 +59,9 @@ def test_it_retires_every_notice_with_a_deletion_event(running_generation, clock
     loop = loop_make(generation=running_generation, clock=clock)
     notice = upsert(loop)
 
-    assert notices_retire(session_id=running_generation.session_id, reason="succeeded") == [notice.pk]
+    assert notices_retire(session_id=running_generation.session_id, reason="succeeded") == [
+        notice.pk
+    ]
 
     assert not RetryNotice.objects.live().exists()
     deleted = events_of(running_generation.session, "notice.deleted")
@@ -112,8 +120,14 @@ def test_duplicates_left_by_earlier_runs_are_consolidated_on_the_next_write(
     old_loop = loop_make(generation=old_generation, clock=clock, state=RetryLoop.State.FAILED)
     for _ in range(2):  # written directly, as a crashed older version might have left them
         RetryNotice.objects.create(
-            session=session, loop=old_loop, code="rate_limited", reason="Rate limited",
-            provider="Mock", attempt=2, max_attempts=5, retry_at="2027-01-15T08:00:00Z",
+            session=session,
+            loop=old_loop,
+            code="rate_limited",
+            reason="Rate limited",
+            provider="Mock",
+            attempt=2,
+            max_attempts=5,
+            retry_at="2027-01-15T08:00:00Z",
         )
     loop = loop_make(generation=running_generation, clock=clock)
 

@@ -46,4 +46,3 @@ def test_a_529_asking_for_90_s_is_handed_back_naming_the_wait(chat, owner, mock_
     assert "The provider asked to wait 1 min 30 s before trying again" in generation.error_message
     assert session_snapshot(session=chat)["notice"] is None
     assert mock_provider.count() == 1  # not retried at 60 s
-

@@ -48,8 +48,11 @@ def bench_package(tmp_path, monkeypatch):
 
 def test_it_discovers_only_the_bench_modules_in_order(bench_package):
     assert bench_modules(package=bench_package) == [
-        "opsbench.bench_alpha", "opsbench.bench_beta", "opsbench.bench_broken",
-        "opsbench.bench_missed", "opsbench.bench_unimportable",
+        "opsbench.bench_alpha",
+        "opsbench.bench_beta",
+        "opsbench.bench_broken",
+        "opsbench.bench_missed",
+        "opsbench.bench_unimportable",
     ]
 
 
@@ -62,8 +65,16 @@ def test_it_prints_one_table_with_a_row_per_result_and_errors_as_rows(bench_pack
     assert "alpha" in body and "p99 latency (ms)" in body and "12.35" in body
     assert "classify prose" in body and "n=1000 p50_us=3.25 p99_us=7.5" in body
     broken = next(line for line in lines if line.startswith("broken"))
-    assert broken.split()[1:] == ["error", "RuntimeError:", "provider", "mock", "did", "not", "start",
-                                  "NO"]
+    assert broken.split()[1:] == [
+        "error",
+        "RuntimeError:",
+        "provider",
+        "mock",
+        "did",
+        "not",
+        "start",
+        "NO",
+    ]
     assert "ModuleNotFoundError: No module named 'a_module_that_does_not_exist'" in body
     assert "fanout" in body and "NO" in body
     assert code == 1  # an error and a missed target

@@ -23,6 +23,7 @@ def state_dir():
     with short_temp_dir() as path:
         yield path
 
+
 PROBE = (
     "import os, psycopg, redis;"
     "print(psycopg.connect(os.environ['DATABASE_URL']).execute('select 41 + 1').fetchone()[0]);"
@@ -69,7 +70,8 @@ def test_it_publishes_services_env_while_up_and_removes_it_on_exit(state_dir):
     env_file = state_dir / "services.env"
     with running_services(state_dir=state_dir, env_file=env_file, configured={}) as urls:
         published = dict(
-            line.split("=", 1) for line in env_file.read_text().splitlines()
+            line.split("=", 1)
+            for line in env_file.read_text().splitlines()
             if line and not line.startswith("#")
         )
         assert published == urls.as_env()
@@ -102,9 +104,24 @@ def test_it_starts_nothing_for_services_that_are_configured():
 def test_exec_runs_the_command_with_embedded_services_and_returns_its_exit_code(state_dir):
     (state_dir / "services.env").unlink(missing_ok=True)
     result = subprocess.run(
-        [sys.executable, "-m", "devtools.devservices", "--state-dir", str(state_dir),
-         "exec", "--", sys.executable, "-c", PROBE],
-        cwd=BASE_DIR, env=env_without_services(), check=False, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "devtools.devservices",
+            "--state-dir",
+            str(state_dir),
+            "exec",
+            "--",
+            sys.executable,
+            "-c",
+            PROBE,
+        ],
+        cwd=BASE_DIR,
+        env=env_without_services(),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 3, result.stderr
     assert result.stdout.split() == ["42", "True"]
@@ -118,10 +135,24 @@ def test_exec_uses_the_configured_services_when_both_are_set(tmp_path):
         DATABASE_URL=os.environ["DATABASE_URL"], REDIS_URL=os.environ["REDIS_URL"]
     )
     result = subprocess.run(
-        [sys.executable, "-m", "devtools.devservices", "--state-dir", str(state_dir),
-         "exec", "--", sys.executable, "-c",
-         "import os; print(os.environ['DATABASE_URL'], os.environ['REDIS_URL'])"],
-        cwd=BASE_DIR, env=env, check=False, capture_output=True, text=True, timeout=30,
+        [
+            sys.executable,
+            "-m",
+            "devtools.devservices",
+            "--state-dir",
+            str(state_dir),
+            "exec",
+            "--",
+            sys.executable,
+            "-c",
+            "import os; print(os.environ['DATABASE_URL'], os.environ['REDIS_URL'])",
+        ],
+        cwd=BASE_DIR,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [os.environ["DATABASE_URL"], os.environ["REDIS_URL"]]

@@ -31,7 +31,9 @@ def test_a_process_that_exits_while_starting_fails_at_once_with_its_output(tmp_p
         ready_line=" ready.",
     )  # fmt: skip
 
-    with pytest.raises(RuntimeError, match=r"broken exited with code 4 while starting:\nno settings"):
+    with pytest.raises(
+        RuntimeError, match=r"broken exited with code 4 while starting:\nno settings"
+    ):
         with processes.running(broken, env=os.environ, log_path=tmp_path / "broken.log"):
             pass
 

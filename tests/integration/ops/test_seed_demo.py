@@ -28,7 +28,11 @@ def test_it_creates_the_demo_user_a_mock_target_and_a_session(settings):
     assert demo.check_password("demo-pass-1")
     assert "Demo login: demo / demo-pass-1" in output
     target = ProviderTarget.objects.get(name="Mock")
-    assert (target.kind, target.model, target.base_url) == ("mock", "mock-1", "http://127.0.0.1:18765")
+    assert (target.kind, target.model, target.base_url) == (
+        "mock",
+        "mock-1",
+        "http://127.0.0.1:18765",
+    )
     session = Session.objects.get(owner=demo)
     assert session.target == target
     assert session.task.owner == demo

@@ -52,8 +52,10 @@ def test_env_float_reads_numbers_and_refuses_words(monkeypatch):
         env_float("KANDEV_OPS_F", 1.0)
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("true", True), ("YES", True), ("1", True),
-                                               ("off", False), ("0", False), ("False", False)])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("true", True), ("YES", True), ("1", True), ("off", False), ("0", False), ("False", False)],
+)
 def test_env_bool_understands_the_usual_spellings(monkeypatch, raw, expected):
     monkeypatch.setenv("KANDEV_OPS_B", raw)
     assert env_bool("KANDEV_OPS_B", not expected) is expected
@@ -76,13 +78,20 @@ def test_database_from_url_reads_a_unix_socket_url_as_pgserver_writes_it():
     config = database_from_url("postgresql://postgres:@/postgres?host=/srv/kandev/.kandev/postgres")
     assert config["HOST"] == "/srv/kandev/.kandev/postgres"
     assert (config["NAME"], config["USER"], config["PASSWORD"], config["PORT"]) == (
-        "postgres", "postgres", "", ""
+        "postgres",
+        "postgres",
+        "",
+        "",
     )
 
 
 def test_database_from_url_reads_a_tcp_url_with_an_encoded_password():
     config = database_from_url("postgres://kandev:p%40ss%2Fword@db.internal:5433/kandev_prod")
-    assert (config["HOST"], config["PORT"], config["NAME"]) == ("db.internal", "5433", "kandev_prod")
+    assert (config["HOST"], config["PORT"], config["NAME"]) == (
+        "db.internal",
+        "5433",
+        "kandev_prod",
+    )
     assert (config["USER"], config["PASSWORD"]) == ("kandev", "p@ss/word")
     assert config["ENGINE"] == "django.db.backends.postgresql"
 

@@ -52,11 +52,19 @@ class RunningSupervisor:
             cwd=BASE_DIR,
             env=env_without_services(
                 KANDEV_STATE_DIR=str(state_dir),
-                KANDEV_MOCK_PORT=str(self.mock_port), KANDEV_DEMO_PASSWORD=DEMO_PASSWORD,
-                **{"KANDEV_WORKER_CONCURRENCY": "1", "KANDEV_WORKER_PROCESSES": "1",
-                   **env, "PORT": str(self.port)},
+                KANDEV_MOCK_PORT=str(self.mock_port),
+                KANDEV_DEMO_PASSWORD=DEMO_PASSWORD,
+                **{
+                    "KANDEV_WORKER_CONCURRENCY": "1",
+                    "KANDEV_WORKER_PROCESSES": "1",
+                    **env,
+                    "PORT": str(self.port),
+                },
             ),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -96,7 +104,8 @@ class RunningSupervisor:
         """The supervisor's direct child running ``name`` (as the output prefixes call it)."""
         marks = {"mock": "recovery.mock", "worker": " worker ", "beat": " beat ", "web": "daphne"}
         found = [
-            p for p in psutil.Process(self.process.pid).children()
+            p
+            for p in psutil.Process(self.process.pid).children()
             if marks[name] in " ".join(p.cmdline()) + " "
         ]
         assert len(found) == 1, (name, [p.cmdline() for p in found])

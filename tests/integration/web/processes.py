@@ -30,8 +30,7 @@ def celery_worker(
         # Its "ready." line comes as its consumer starts; /healthz needs it to answer pings too.
         eventually(
             lambda: (
-                process.poll() is None
-                and bool(app.control.ping(destination=[node], timeout=0.5))
+                process.poll() is None and bool(app.control.ping(destination=[node], timeout=0.5))
             ),
             timeout=60,
             interval=0.2,

@@ -96,9 +96,7 @@ def test_a_new_session_can_join_an_existing_task_without_a_new_task(client, owne
     assert response["Location"] == f"/sessions/{first.task.sessions.order_by('-id').first().pk}/"
 
 
-def test_a_session_under_a_foreign_task_is_a_404_like_an_unknown_task(
-    client, stranger, target
-):
+def test_a_session_under_a_foreign_task_is_a_404_like_an_unknown_task(client, stranger, target):
     foreign = SessionFactory(owner=stranger, target=target, title="Not yours")
 
     to_foreign = client.post(

@@ -62,7 +62,9 @@ def run_prompt(chat, owner, text, clock):
 def run_retry(loop, clock):
     loop.refresh_from_db()
     clock.wall.set(loop.next_attempt_at.timestamp())  # the eta arrived
-    return generation_retry(loop_id=loop.pk, attempt=loop.attempt, clock=clock, rng=random.Random(7))
+    return generation_retry(
+        loop_id=loop.pk, attempt=loop.attempt, clock=clock, rng=random.Random(7)
+    )
 
 
 def sent_texts(chat) -> list[tuple[str, str]]:
@@ -192,9 +194,7 @@ def test_an_empty_edit_is_refused_and_changes_nothing(chat, owner, clock, owner_
 
     with pytest.raises(InvalidInput):
         prompt_edit(session=chat, user=owner, text="   ")
-    response = owner_client.post(
-        f"/sessions/{chat.pk}/edit/", {"text": ""}, HTTP_HX_REQUEST="true"
-    )
+    response = owner_client.post(f"/sessions/{chat.pk}/edit/", {"text": ""}, HTTP_HX_REQUEST="true")
 
     assert response.status_code == 422
     assert "must not be empty" in response.content.decode()
@@ -240,8 +240,10 @@ def test_stop_during_a_wait_does_exactly_what_cancel_does(mock_provider, owner, 
                 RetryNotice.objects.live().filter(session=chat).count(),
             )
         )
-    assert outcomes[0] == outcomes[1] == (
-        State.FAILED, "cancelled", "needs_attention", ["resume", "fresh"], "cancelled", 0
+    assert (
+        outcomes[0]
+        == outcomes[1]
+        == (State.FAILED, "cancelled", "needs_attention", ["resume", "fresh"], "cancelled", 0)
     )
 
 

@@ -110,9 +110,7 @@ def test_a_hard_bad_request_card_offers_start_fresh_and_no_resume(owner_client, 
     # The pushed session.updated says the same as the page.
     event = session.events.filter(type=ev.SESSION_UPDATED).order_by("-seq").first()
     assert event.payload["recovery_actions"] == ["fresh"]
-    pushed = event_html(
-        session_id=session.pk, event=event.type, payload=event.payload, now_ms=1
-    )
+    pushed = event_html(session_id=session.pk, event=event.type, payload=event.payload, now_ms=1)
     assert "recovery-resume" not in pushed
     assert '<button type="button" class="btn btn--primary recovery-fresh"' in pushed
     assert f"<p>{BAD_REQUEST}</p>" in pushed and "HTTP 400" not in card(pushed).split("<details")[0]

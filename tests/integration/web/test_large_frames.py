@@ -79,7 +79,9 @@ def appended_text(frames: list[str]) -> tuple[int, str]:
     return first, "".join(text)
 
 
-async def test_a_replay_from_0_of_a_5mb_answer_comes_in_frames_under_the_limit(socket_for, owner, session):
+async def test_a_replay_from_0_of_a_5mb_answer_comes_in_frames_under_the_limit(
+    socket_for, owner, session
+):
     await streamed_answer(session)
     target = await last_seq(session)
     socket = socket_for(owner, f"/ws/sessions/{session.pk}/?last_seq=0")
@@ -124,7 +126,9 @@ async def test_a_snapshot_of_a_5mb_transcript_joins_into_one_snapshot(socket_for
     await socket.disconnect()
 
 
-async def test_a_long_answer_finishing_live_reaches_two_viewers_in_parts(socket_for, owner, session):
+async def test_a_long_answer_finishing_live_reaches_two_viewers_in_parts(
+    socket_for, owner, session
+):
     answer = await streamed_answer(session, finish=False)
     target = await last_seq(session)
     viewers = [socket_for(owner, f"/ws/sessions/{session.pk}/?last_seq={target}") for _ in "ab"]

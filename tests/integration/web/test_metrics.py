@@ -101,9 +101,10 @@ def test_a_recovered_turn_shows_its_failure_its_retry_and_its_recovery(
 
     assert push_drain()  # pushes go out on the push loop; their latency is written in batches
     samples = scrape()
-    assert value(
-        samples, "kandev_transient_failures_total", code="provider_overloaded", target="Mock"
-    ) == 1
+    assert (
+        value(samples, "kandev_transient_failures_total", code="provider_overloaded", target="Mock")
+        == 1
+    )
     assert value(samples, "kandev_retries_total", outcome="succeeded", target="Mock") == 1
     assert value(samples, "kandev_retries_total", outcome="exhausted", target="Mock") == 0
     assert value(samples, "kandev_recovery_seconds_count", target="Mock") == 1

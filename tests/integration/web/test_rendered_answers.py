@@ -81,7 +81,10 @@ def assert_nothing_executable(html: str) -> None:
 def answer_for(session: Session, text: str, *, status: str = Message.Status.COMPLETE) -> Message:
     generation = PromptGeneration.objects.filter(session=session).first()
     return message_create(
-        session=session, generation=generation, role=Message.Role.ASSISTANT, text=text,
+        session=session,
+        generation=generation,
+        role=Message.Role.ASSISTANT,
+        text=text,
         status=status,
     )
 

@@ -80,9 +80,7 @@ def daphne(django_db_setup, tmp_path_factory) -> Iterator[Daphne]:
         "/static/css/../../../../../../etc/passwd",
     ],
 )
-def test_a_static_path_climbing_out_of_its_directory_is_not_found_without_a_traceback(
-    daphne, path
-):
+def test_a_static_path_climbing_out_of_its_directory_is_not_found_without_a_traceback(daphne, path):
     mark = daphne.mark()
     status, body = daphne.get(path)
 

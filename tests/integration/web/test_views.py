@@ -49,7 +49,10 @@ def test_the_board_lists_tasks_with_their_sessions_and_state_badges(owner_client
     page = owner_client.get("/").content.decode()
     assert session.task.title in page
     assert f'href="/sessions/{session.pk}/"' in page
-    assert 'class="badge badge--waiting_retry" data-state="waiting_retry">Waiting to retry</span>' in page
+    assert (
+        'class="badge badge--waiting_retry" data-state="waiting_retry">Waiting to retry</span>'
+        in page
+    )
 
 
 def test_the_board_shows_only_the_viewers_own_tasks(stranger_client, session):

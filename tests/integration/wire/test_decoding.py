@@ -145,7 +145,15 @@ FAILURES = [
         Exposure.NONE,
         Code.PROVIDER_UNAVAILABLE,
     ),
-    ("/quota", "anthropic", Kind.UNKNOWN, 402, "billing_error", Exposure.NONE, Code.BILLING_LIMITED),
+    (
+        "/quota",
+        "anthropic",
+        Kind.UNKNOWN,
+        402,
+        "billing_error",
+        Exposure.NONE,
+        Code.BILLING_LIMITED,
+    ),
     (
         "/auth",
         "anthropic",

@@ -272,9 +272,7 @@ def test_it_fails_over_to_the_next_target_when_the_wait_would_outlast_the_budget
     ]
     short = RetrySettings(delays_s=(5,), max_attempts=5, jitter=0.0, deadline_s=3)
 
-    turn, _, sleep = take_turn(
-        mock_provider, "anthropic", "hello", settings=short, targets=targets
-    )
+    turn, _, sleep = take_turn(mock_provider, "anthropic", "hello", settings=short, targets=targets)
 
     assert turn.succeeded and sleep.waits == []
     assert [a.judgement.decision.action for a in turn.attempts[:-1]] == [Action.FAILOVER]

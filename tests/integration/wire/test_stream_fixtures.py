@@ -49,7 +49,10 @@ def test_finish_reason_error_after_text_is_judged_by_its_error_object(mock_provi
 
 @pytest.mark.parametrize(
     ("wire", "fixture", "text"),
-    [("openai", "openai-keepalive", "Still here."), ("anthropic", "anthropic-keepalive", "Still here.")],
+    [
+        ("openai", "openai-keepalive", "Still here."),
+        ("anthropic", "anthropic-keepalive", "Still here."),
+    ],
 )
 def test_a_keepalive_event_without_data_is_ignored(mock_provider, wire, fixture, text):
     events, failure = drain(mock_provider, wire, fixture)

@@ -123,10 +123,7 @@ def test_unmarked_output_clears_the_diagnostic_and_counts_as_output():
 
     assert state.diagnostic is None
     assert state.output_seen
-    assert (
-        replay_disposition(evidence=state, message=ERROR_529).reason
-        is ReplayReason.OUTPUT_SEEN
-    )
+    assert replay_disposition(evidence=state, message=ERROR_529).reason is ReplayReason.OUTPUT_SEEN
 
 
 def test_whitespace_only_output_is_not_progress_and_clears_nothing():

@@ -72,7 +72,10 @@ CODEX = [
         codex_data(f"Selected model is at capacity. {SENTINEL}", "server_overloaded"),
         "provider_overloaded",
     ),
-    (codex_data(f"We're currently experiencing {SENTINEL}", "internal_server_error"), "provider_unavailable"),
+    (
+        codex_data(f"We're currently experiencing {SENTINEL}", "internal_server_error"),
+        "provider_unavailable",
+    ),
     (
         codex_data(
             f"stream disconnected before completion: stream closed before {SENTINEL}", "other"
@@ -94,7 +97,9 @@ def test_codex_failures_classify_by_their_structured_kind(data, code):
     failure = prompt_failure(code=-32603, message="Internal error", data=data)
 
     assert failure_judged(failure).classification.code == code
-    assert failure_judged(failure).replay.retry_allowed  # nothing was shown: the ladder may send it again
+    assert failure_judged(
+        failure
+    ).replay.retry_allowed  # nothing was shown: the ladder may send it again
 
 
 @pytest.mark.parametrize(("data", "code"), CODEX, ids=[c for _, c in CODEX])
@@ -201,7 +206,9 @@ def test_claude_code_failures_classify_by_their_message(message, expected):
 
 def test_a_gemini_turn_ended_without_a_finished_model_call_is_no_answer():
     # gemini-cli 0.61: the result of a turn whose stream carried an error event after some text.
-    unfinished = {"quota": {"token_count": {"input_tokens": 0, "output_tokens": 0}, "model_usage": []}}
+    unfinished = {
+        "quota": {"token_count": {"input_tokens": 0, "output_tokens": 0}, "model_usage": []}
+    }
     answered = {
         "quota": {
             "token_count": {"input_tokens": 3517, "output_tokens": 9},
@@ -229,7 +236,9 @@ def test_only_the_sdks_traceback_for_an_update_it_could_not_parse_is_dropped():
     drop = DropUnparsedUpdates()
 
     def record(msg, args, error):
-        return logging.LogRecord("root", logging.ERROR, "", 0, msg, args, (type(error), error, None))
+        return logging.LogRecord(
+            "root", logging.ERROR, "", 0, msg, args, (type(error), error, None)
+        )
 
     notification = "Unhandled error while handling notification method=%s"
     assert not drop.filter(record(notification, ("session/update",), invalid))

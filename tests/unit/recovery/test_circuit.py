@@ -25,7 +25,9 @@ OVERLOADED = str(Code.PROVIDER_OVERLOADED)
 
 
 def fail(health, now, *, code=OVERLOADED, retry_after_s=0.0, settings=SETTINGS):
-    return record_failure(health, settings=settings, now=now, code=code, retry_after_s=retry_after_s)
+    return record_failure(
+        health, settings=settings, now=now, code=code, retry_after_s=retry_after_s
+    )
 
 
 def opened(now=T0) -> TargetHealth:
@@ -117,7 +119,9 @@ def test_retry_after_from_one_response_holds_every_call_of_the_target():
     assert (transition.kind, transition.until) == (TransitionKind.HOLD, T0 + 25)
     _, first_call = admit(health, settings=SETTINGS, now=T0 + 1, retry=False)
     assert (first_call.allowed, first_call.refusal, first_call.retry_at) == (
-        False, Refusal.RETRY_AFTER, T0 + 25,
+        False,
+        Refusal.RETRY_AFTER,
+        T0 + 25,
     )
     _, after = admit(health, settings=SETTINGS, now=T0 + 25, retry=False)
     assert after.allowed
@@ -223,7 +227,11 @@ def test_open_max_below_open_is_refused():
 
 def test_settings_come_from_the_environment():
     parsed = HealthSettings.from_env(
-        {"KANDEV_CIRCUIT_FAILURES": "8", "KANDEV_CIRCUIT_ENABLED": "off", "KANDEV_RETRY_BUDGET_RATIO": "0.1"}
+        {
+            "KANDEV_CIRCUIT_FAILURES": "8",
+            "KANDEV_CIRCUIT_ENABLED": "off",
+            "KANDEV_RETRY_BUDGET_RATIO": "0.1",
+        }
     )
     assert (parsed.failures_to_open, parsed.enabled, parsed.retry_ratio) == (8, False, 0.1)
 

@@ -26,9 +26,7 @@ from recovery.providers.openai_compat import OpenAIDecoder
 from recovery.providers.sse import SSEDecoder
 from recovery.taxonomy import ProviderFailure
 
-PROPERTY = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 REPLY = Reply(model="mock-1", input_tokens=7, message_id="msg_prop", include_usage=True)
 DECODERS = {
     "anthropic": (anthropic_wire.render_stream, lambda: AnthropicDecoder(model="mock-1")),
@@ -37,7 +35,9 @@ DECODERS = {
 
 chunk_text = st.text(min_size=1, max_size=12)  # any Unicode: é, 😀, CJK, control characters
 texts = st.lists(chunk_text, min_size=1, max_size=5).map(tuple)
-tool_arguments = st.dictionaries(st.text(max_size=6), st.integers() | st.text(max_size=8), max_size=3)
+tool_arguments = st.dictionaries(
+    st.text(max_size=6), st.integers() | st.text(max_size=8), max_size=3
+)
 
 
 @st.composite

@@ -37,7 +37,10 @@ def test_a_url_on_a_listed_host_may_be_called(url):
 @pytest.mark.parametrize(
     ("url", "why"),
     [
-        ("http://127.0.0.2:4000", "names host 127.0.0.2:4000, which is not an allowed provider host"),
+        (
+            "http://127.0.0.2:4000",
+            "names host 127.0.0.2:4000, which is not an allowed provider host",
+        ),
         ("http://localhost:8766", "names host localhost:8766, which is not"),
         ("https://api.anthropic.com.example.test", "names host api.anthropic.com.example.test:443"),
         ("http://127.1:4000", "names host 127.1:4000"),

@@ -8,7 +8,9 @@ from recovery.providers.openai_compat import openai_request
 
 def test_two_prompts_in_one_user_turn_stay_two_paragraphs():
     # The first prompt was stopped before any answer, so the next one joins the same user turn.
-    call = ModelCall(model="m", turns=(ConversationTurn(role="user", parts=(TextPart("hi"), TextPart("next"))),))
+    call = ModelCall(
+        model="m", turns=(ConversationTurn(role="user", parts=(TextPart("hi"), TextPart("next"))),)
+    )
 
     messages = openai_request(call, model="m")["messages"]
 

@@ -93,4 +93,3 @@ def test_ordinary_prose_is_rejected_by_the_precheck():
         "The build is green on CI and the deploy finished without errors."
     )
     assert precheck(prose) == frozenset()
-

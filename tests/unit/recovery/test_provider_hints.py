@@ -32,8 +32,22 @@ def headers(**values: str) -> httpx2.Headers:
         ({"retry_after": "1.5"}, 1_500),
         ({"retry_after": "0"}, 0),
         ({"retry_after_ms": "250", "retry_after": "90"}, 250),  # the precise one wins
-        ({"retry_after": format_datetime(datetime.fromtimestamp(CLOCK.now() + 120, tz=UTC), usegmt=True)}, 120_000),
-        ({"retry_after": format_datetime(datetime.fromtimestamp(CLOCK.now() - 50, tz=UTC), usegmt=True)}, 0),
+        (
+            {
+                "retry_after": format_datetime(
+                    datetime.fromtimestamp(CLOCK.now() + 120, tz=UTC), usegmt=True
+                )
+            },
+            120_000,
+        ),
+        (
+            {
+                "retry_after": format_datetime(
+                    datetime.fromtimestamp(CLOCK.now() - 50, tz=UTC), usegmt=True
+                )
+            },
+            0,
+        ),
         ({"retry_after": "1000000000000"}, HINT_LIMIT_MS),  # not 11574074 days
         ({"retry_after_ms": "1e30"}, HINT_LIMIT_MS),
         ({"retry_after": "soon"}, None),

@@ -160,7 +160,9 @@ def test_the_agents_configured_key_is_removed_whatever_its_format():
     env = {"PATH": "/usr/bin", "GATEWAY_KEY": "kdv-plain-lowercase-key-value", "HOME": "/root"}
     assert secret_env_values(env) == ("kdv-plain-lowercase-key-value",)
     redactor = OutputRedactor(known_values=secret_env_values(env))
-    events = redactor.events([AgentText(text="using kdv-plain-lower"), AgentText(text="case-key-value now")])
+    events = redactor.events(
+        [AgentText(text="using kdv-plain-lower"), AgentText(text="case-key-value now")]
+    )
     shown = "".join(e.text for e in [*events, *redactor.flush()])
     assert shown == "using [REDACTED] now"
 
@@ -169,12 +171,22 @@ def test_the_cli_redacts_stdin_in_either_tier():
     source = 'def get(self, key: str):\n    return {"token": "ghp_' + "x1Y2" * 9 + '"}\n'
     run = subprocess.run(
         [sys.executable, "-m", "recovery", "redact"],
-        input=source, capture_output=True, text=True, cwd=ROOT, timeout=30, check=True,
+        input=source,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+        check=True,
     )
     assert run.stdout == 'def get(self, key: str):\n    return {"token": "[REDACTED]"}\n'
     diagnostic = subprocess.run(
         [sys.executable, "-m", "recovery", "redact", "--tier", "diagnostic"],
-        input="at /home/me/app/x.py", capture_output=True, text=True, cwd=ROOT, timeout=30, check=True,
+        input="at /home/me/app/x.py",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+        check=True,
     )
     assert diagnostic.stdout == "at [PATH]"
 

@@ -125,9 +125,7 @@ def replay_evidence_layer(fixture: ReplayFixture) -> tuple[list[str], PromptOutc
     return tokens, failure
 
 
-def _frame_events(
-    frame: dict[str, Any], *, session_id: str, agent: str
-) -> tuple[AgentEvent, ...]:
+def _frame_events(frame: dict[str, Any], *, session_id: str, agent: str) -> tuple[AgentEvent, ...]:
     params = frame.get("params")
     if frame.get("method") != "session/update" or not isinstance(params, dict):
         return ()
