@@ -1,5 +1,5 @@
 """Guards for the patches of third-party internals (Daphne's websocket factory, channels_redis'
-private methods).
+private methods, the static handler's ``serve``).
 
 Such a patch was written against one release's source; a release that renames or changes what
 it touches would break it without any error, and the first sign would be a websocket dropped

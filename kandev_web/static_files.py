@@ -17,6 +17,10 @@ WhiteNoise looks names up, it never joins them onto a directory) answers the sit
 
 Static answers get the site's Content-Security-Policy too (they pass no middleware): an SVG opened
 on its own is a document, and every response carries the policy.
+
+Overriding ``serve`` relies on Django's handler calling it for every static path (undocumented):
+the names are checked when this module loads (kandev_web/pinned_internals.py), and the live
+Daphne tests fail when a hashed file stops answering with WhiteNoise's immutable caching.
 """
 
 from __future__ import annotations
@@ -31,6 +35,20 @@ from django.core.handlers.asgi import ASGIHandler
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.utils.csp import CSP, build_policy
 from whitenoise.middleware import WhiteNoiseMiddleware
+
+from kandev_web.pinned_internals import names_check
+
+PATCH = "kandev_web/static_files.py"
+# What of Django's handler this module overrides, and what Django calls it through.
+HANDLER_NAMES = ("serve", "get_response_async", "_should_handle")
+
+
+def handler_check(owner: type = ASGIStaticFilesHandler) -> None:
+    """Refuse (UnpatchableDependency) a Django whose static handler lacks what we override."""
+    names_check(patch=PATCH, owner=owner, names=HANDLER_NAMES)
+
+
+handler_check()
 
 
 def not_a_static_file(request: HttpRequest) -> HttpResponseBase:

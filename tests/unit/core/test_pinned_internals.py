@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from channels_redis.core import RedisChannelLayer as ChannelsRedisLayer
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
-from kandev_web import channel_layer, daphne_websocket_close_codes
+from kandev_web import channel_layer, daphne_websocket_close_codes, static_files
 from kandev_web.channel_layer import channels_redis_check
 from kandev_web.daphne_websocket_close_codes import close_failed_sockets_with_a_code
 from kandev_web.pinned_internals import UnpatchableDependency
@@ -98,3 +99,15 @@ def test_the_installed_channels_redis_has_every_name_the_layer_relies_on():
     channels_redis_check()
     layer = channel_layer.RedisChannelLayer(hosts=["redis://127.0.0.1:1"])
     assert all(hasattr(layer, name) for name in channel_layer.LAYER_ATTRIBUTES)
+
+
+@pytest.mark.parametrize("name", static_files.HANDLER_NAMES)
+def test_the_static_handler_refuses_a_django_without_a_name_it_overrides(name):
+    kept = {n: getattr(ASGIStaticFilesHandler, n) for n in static_files.HANDLER_NAMES if n != name}
+    renamed = type("ASGIStaticFilesHandler", (), kept)
+    with pytest.raises(UnpatchableDependency, match=f"relies on {name} of ASGIStaticFilesHandler"):
+        static_files.handler_check(renamed)
+
+
+def test_the_installed_django_has_every_name_the_static_handler_relies_on():
+    static_files.handler_check()
