@@ -62,8 +62,8 @@ SIGNATURES = {
         excerpt=json.dumps(
             {
                 "code": -32603,
-                "message": "Internal error: API Error: 529 Overloaded. This is a server-side issue, "
-                "usually temporary — try again in a moment.",
+                "message": "Internal error: API Error: 529 Overloaded. This is a server-side "
+                "issue, usually temporary — try again in a moment.",
                 "data": {"errorKind": "server_error"},
             }
         ),
@@ -97,7 +97,9 @@ def _measure(name: str, call: Callable[[], object]) -> dict[str, object]:
     _, wall_p99 = _percentiles_us(wall)
     return {
         "benchmark": "classifier",
-        "metric": f"{name}: CPU p50 / p99 per evidence (n={ITERATIONS}; wall p99 {wall_p99:.0f} us)",
+        "metric": (
+            f"{name}: CPU p50 / p99 per evidence (n={ITERATIONS}; wall p99 {wall_p99:.0f} us)"
+        ),
         "value": f"{cpu_p50:.1f} / {cpu_p99:.1f} us",
         "target": "-",
     }

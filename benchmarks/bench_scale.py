@@ -1,9 +1,10 @@
-"""Many live sessions on one worker box: 200 direct-provider sessions streaming at once, each
+r"""Many live sessions on one worker box: 200 direct-provider sessions streaming at once, each
 watched by 2 websocket viewers, through the real stack.
 
     python -m benchmarks.bench_scale
     KANDEV_BENCH_SCALE_WORKERS=1 python -m benchmarks.bench_scale      # one worker process
-    KANDEV_BENCH_SCALE_POOL=prefork KANDEV_BENCH_SCALE_CONCURRENCY=2 python -m benchmarks.bench_scale
+    KANDEV_BENCH_SCALE_POOL=prefork KANDEV_BENCH_SCALE_CONCURRENCY=2 \
+        python -m benchmarks.bench_scale
 
 Subprocesses on a throwaway database: the mock provider, the Celery workers (`make run`'s pool and
 number of processes: one per core, KANDEV_WORKER_PROCESSES; unless overridden as above to compare),
@@ -89,9 +90,10 @@ def sessions_of(user, count, title):
             for n in range(count)]
 
 people, sessions = [], []
+per_person = int(os.environ["BENCH_SESSIONS"]) // int(os.environ["BENCH_PEOPLE"])
 for p in range(int(os.environ["BENCH_PEOPLE"])):
     people.append(person(f"person{p}"))
-    sessions += sessions_of(people[-1], int(os.environ["BENCH_SESSIONS"]) // int(os.environ["BENCH_PEOPLE"]), "Scale")
+    sessions += sessions_of(people[-1], per_person, "Scale")
 # People and sessions of their own: warm-up, fairness.
 warm, busy, other = person("warm"), person("busy"), person("other")
 print(json.dumps({"people": people + [warm, busy, other], "sessions": sessions,
@@ -117,7 +119,8 @@ def _sample(database_url: str, database: str, worker_pids: list[int], samples: _
     with psycopg.connect(database_url, autocommit=True) as conn:
         while not samples.stop.is_set():
             (connections,) = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
                 (database,),
             ).fetchone()
             (running,) = conn.execute(

@@ -8,8 +8,9 @@ A throwaway database and the mock provider as a subprocess; one producer process
 the chunked transcript storage, the finish) for prompts `[[mock:bulk:N]]`: N characters in
 1,000-character chunks, sent as fast as the mock can. The one 5 MB round sits between 5 KB
 rounds (two before, two after), so machine load hits both sizes alike; one large round keeps
-`make bench` short (it takes 15-40 s on a loaded 2-core box). Throughput is characters per second from the
-answer's row appearing (its first delta) to the row being finished (all of it stored).
+`make bench` short (it takes 15-40 s on a loaded 2-core box). Throughput is characters per
+second from the answer's row appearing (its first delta) to the row being finished (all of it
+stored).
 
 Reported: both throughputs (medians) and their ratio; the target is that the 5 MB answer's
 throughput per character is at least half the 5 KB one's. Storing the whole text again on every

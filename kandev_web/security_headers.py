@@ -46,7 +46,8 @@ def csp_config_for(request: HttpRequest) -> dict[str, list[str]]:
 class SocketAwareCspMiddleware(ContentSecurityPolicyMiddleware):
     def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if not hasattr(response, "_csp_config"):  # a view's own policy wins, as in Django
-            # The attribute Django's own csp_override decorator sets; django-stubs does not declare it.
+            # The attribute Django's own csp_override decorator sets; django-stubs does not
+            # declare it.
             response._csp_config = csp_config_for(request)  # type: ignore[attr-defined]
         return super().process_response(request, response)
 

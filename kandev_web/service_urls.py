@@ -41,7 +41,8 @@ def database_pool_options() -> dict:
     Django's ``pool`` option); a thread that needs one while all are lent waits up to
     KANDEV_DB_POOL_TIMEOUT seconds. A worker runs many turns on threads, and a turn lends its
     connection back whenever it waits for the provider (sessions_app/db_connections.py), so a
-    handful serve hundreds of turns. KANDEV_DB_POOL_MAX=0 turns pooling off (one connection per thread)."""
+    handful serve hundreds of turns. KANDEV_DB_POOL_MAX=0 turns pooling off (one connection per
+    thread)."""
     most = env_whole("KANDEV_DB_POOL_MAX", 16)
     if most == 0:
         return {}

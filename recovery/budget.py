@@ -63,7 +63,8 @@ class RetrySettings:
         return max(DEFAULT_TURN_CAP_S, self.deadline_s)
 
     def delay_after_s(self, failed_attempt: int) -> float:
-        """The un-jittered wait after attempt k failed: ``delays_s[k-1]``, the last one repeating."""
+        """The un-jittered wait after attempt k failed: ``delays_s[k-1]``, the last one
+        repeating."""
         index = max(failed_attempt - 1, 0)
         return self.delays_s[min(index, len(self.delays_s) - 1)]
 

@@ -1,6 +1,7 @@
 """Take the README's screenshots: the session page and the board, on desktop and on a phone.
 
-    make screenshots        (or, with DATABASE_URL and REDIS_URL set: .venv/bin/python scripts/screenshots.py)
+    make screenshots
+    .venv/bin/python scripts/screenshots.py     (or this, with DATABASE_URL and REDIS_URL set)
 
 It starts the same stack as the browser tests (a throwaway database, the mock provider, a Celery
 worker and Daphne, tests/e2e/conftest.running_stack), plays a short conversation through the real

@@ -1,4 +1,5 @@
-"""Admin: read-mostly views for operators. Writes belong to services, so most fields are read-only."""
+"""Admin: read-mostly views for operators. Writes belong to services, so most fields are
+read-only."""
 
 from __future__ import annotations
 

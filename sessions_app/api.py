@@ -1,11 +1,11 @@
 """The versioned JSON API, mounted at /api/ (routes under /api/v1/, OpenAPI at /api/openapi.json).
 
 Views here only translate HTTP to services and selectors and domain errors to status codes
-(errors.HTTP_STATUS, the table the pages use too): SessionNotFound and TokenNotFound -> 404 (one body for unknown and foreign ids), InvalidInput ->
-422 with the field, UnknownReference (a body field naming a target or task that is not there) ->
-404, StateConflict and GenerationActive -> 409, CapReached (a per-person cap,
-services/caps.py) -> 429 with Retry-After, an oversized body -> 413, a body that is not JSON
--> 400, no live token -> 401.
+(errors.HTTP_STATUS, the table the pages use too): SessionNotFound and TokenNotFound -> 404 (one
+body for unknown and foreign ids), InvalidInput -> 422 with the field, UnknownReference (a body
+field naming a target or task that is not there) -> 404, StateConflict and GenerationActive ->
+409, CapReached (a per-person cap, services/caps.py) -> 429 with Retry-After, an oversized body
+-> 413, a body that is not JSON -> 400, no live token -> 401.
 
 Every operation's ``response`` lists all of these that it can answer, so the OpenAPI document says
 what the API does; tests/integration/core/test_openapi_fuzz.py (schemathesis) holds it to that.

@@ -3,7 +3,8 @@ out-of-band swaps by element id.
 
 Every frame starts with one header element, so the browser can judge a frame before applying it:
 
-  <span id="ws-seq" data-kind="snapshot|events" data-from="A" data-seq="B" hx-swap-oob="true" hidden>
+  <span id="ws-seq" data-kind="snapshot|events" data-from="A" data-seq="B"
+        hx-swap-oob="true" hidden>
 
 ``data-seq`` is the last session event seq the frame brings the page to; swapping the header in
 keeps the page's resume point (``#ws-seq[data-seq]``) current. Error frames carry
@@ -100,7 +101,8 @@ def replay_frames(
     *, session_id: int, events: Sequence[dict[str, Any]], now_ms: int | None = None
 ) -> list[str]:
     """A replay (a run of consecutive events) as frames of whole events, each under
-    MAX_FRAME_BYTES when its events allow (one event larger than that is a frame of its own, for frame_parts to cut)."""
+    MAX_FRAME_BYTES when its events allow (one event larger than that is a frame of its own, for
+    frame_parts to cut)."""
     frame = _Frame(session_id=session_id, now_ms=now_ms or wall_clock_ms())
     budget = _PART_BUDGET - _HEADER_BYTES
     runs: list[list[tuple[int, str]]] = []

@@ -90,7 +90,9 @@ RULES: tuple[Rule, ...] = (
         code=Code.TLS_CERTIFICATE_FAILED,
         tier=S,
         kinds=frozenset({Kind.CERTIFICATE}),
-        why_narrow="The adapter saw certificate verification fail: the target's set-up, not weather.",
+        why_narrow=(
+            "The adapter saw certificate verification fail: the target's set-up, not weather."
+        ),
     ),
     Rule(
         id="evidence.host_not_found.v1",
@@ -352,7 +354,9 @@ RULES: tuple[Rule, ...] = (
         code=Code.PROVIDER_UNAVAILABLE,
         tier=S,
         provider_codes=frozenset({"api_error", "server_error"}),
-        why_narrow="The providers' internal-error types (Anthropic api_error, OpenAI server_error).",
+        why_narrow=(
+            "The providers' internal-error types (Anthropic api_error, OpenAI server_error)."
+        ),
     ),
     Rule(
         id="anthropic.authentication_error.v1",
@@ -803,8 +807,8 @@ RULES: tuple[Rule, ...] = (
         line=_line(_CLAUDE + r"\{\"type\":\"error\",\"error\":\{\"type\":\"overloaded_error\""),
         needles=("api error:",),
         why_narrow=(
-            "Claude Code relaying an in-stream overload event (no status before the body); the error "
-            "type must follow the prefix directly."
+            "Claude Code relaying an in-stream overload event (no status before the body); the "
+            "error type must follow the prefix directly."
         ),
     ),
     Rule(
@@ -814,8 +818,8 @@ RULES: tuple[Rule, ...] = (
         line=_line(_CLAUDE + r"\{\"type\":\"error\",\"error\":\{\"type\":\"api_error\""),
         needles=("api error:",),
         why_narrow=(
-            "Claude Code relaying an in-stream server error event (no status before the body); the error "
-            "type must follow the prefix directly."
+            "Claude Code relaying an in-stream server error event (no status before the body); "
+            "the error type must follow the prefix directly."
         ),
     ),
     Rule(
@@ -825,8 +829,8 @@ RULES: tuple[Rule, ...] = (
         line=_line(_CLAUDE + r"\{\"type\":\"error\",\"error\":\{\"type\":\"rate_limit_error\""),
         needles=("api error:",),
         why_narrow=(
-            "Claude Code relaying an in-stream rate-limit event (no status before the body); the error "
-            "type must follow the prefix directly."
+            "Claude Code relaying an in-stream rate-limit event (no status before the body); the "
+            "error type must follow the prefix directly."
         ),
     ),
     # ---- exact: usage-limit and account notices agents print in their own words --------------

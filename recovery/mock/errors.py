@@ -239,7 +239,9 @@ def _gateway_error(fail: Fail) -> ErrorResponse:
     headers = {"retry-after": "1"} if status == 429 else {}
     body = {
         "error": {
-            "message": "litellm.RateLimitError: AnthropicException - Overloaded. Received Model Group=mock",
+            "message": (
+                "litellm.RateLimitError: AnthropicException - Overloaded. Received Model Group=mock"
+            ),
             "type": "None" if status != 429 else "throttling_error",
             "param": None,
             "code": str(status),

@@ -214,7 +214,8 @@ def bulk(req: ScenarioRequest) -> Plan:
 
 
 def overloaded(req: ScenarioRequest) -> Plan:
-    """`/overloaded:N[:SECONDS]`: 529 for the first N attempts, with Retry-After SECONDS if given."""
+    """`/overloaded:N[:SECONDS]`: 529 for the first N attempts, with Retry-After SECONDS if
+    given."""
     if len(req.args) > 1:
         hinted = Fail(Failure.OVERLOADED, retry_after_s=_int_arg(req, 1, 0))
         return _failing(req, Plan((HttpError(hinted),)))

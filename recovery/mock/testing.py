@@ -130,7 +130,8 @@ class MockProvider:
         httpx2.post(f"{self.url}/_mock/reset").raise_for_status()
 
     def script(self, scenario: str, **match: str) -> None:
-        """Force ``scenario`` on requests matching ``conversation``, ``wire``, ``model``, ``path``."""
+        """Force ``scenario`` on requests matching ``conversation``, ``wire``, ``model``,
+        ``path``."""
         httpx2.post(
             f"{self.url}/_mock/script", json={"scenario": scenario, **match}
         ).raise_for_status()

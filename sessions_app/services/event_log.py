@@ -23,8 +23,10 @@ NEXT_SEQ_CTE = f"""seq AS (
     UPDATE {Session._meta.db_table} SET last_seq = last_seq + 1 WHERE id = %(session)s
     RETURNING last_seq, owner_id
 )"""
-EVENT_FROM_SEQ = f"""INSERT INTO {SessionEvent._meta.db_table} (session_id, seq, type, payload, created_at)
-SELECT %(session)s, last_seq, %(type)s, %(payload)s::jsonb, %(now)s FROM seq"""
+EVENT_FROM_SEQ = (
+    f"INSERT INTO {SessionEvent._meta.db_table} (session_id, seq, type, payload, created_at)\n"
+    "SELECT %(session)s, last_seq, %(type)s, %(payload)s::jsonb, %(now)s FROM seq"
+)
 _EVENT_SQL = f"""WITH {NEXT_SEQ_CTE}
 {EVENT_FROM_SEQ}
 RETURNING id, seq, (SELECT owner_id FROM seq)"""

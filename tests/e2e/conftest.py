@@ -73,7 +73,8 @@ from devtools.eventually import eventually
 from sessions_app.models import PromptGeneration, ProviderTarget
 from sessions_app.services import prompt_submit, session_create
 user = get_user_model().objects.get(username={USERNAME!r})
-session = session_create(owner=user, target=ProviderTarget.objects.get(name="Mock"), title="Warm-up")
+target = ProviderTarget.objects.get(name="Mock")
+session = session_create(owner=user, target=target, title="Warm-up")
 generation = prompt_submit(session=session, user=user, text="warm up")
 def state():
     generation.refresh_from_db()

@@ -176,7 +176,8 @@ def test_the_readme_example_shows_its_banner_every_time_in_one_session(stack, de
         send(desktop, "[[mock:overloaded:2]] tell me a joke")
         for page in (desktop, phone):
             page.wait_for_function(
-                f"() => document.querySelectorAll('#transcript .msg--assistant').length > {answers}",
+                "() => document.querySelectorAll('#transcript .msg--assistant').length"
+                f" > {answers}",
                 timeout=60_000,
             )
             wait_for_answer(page)

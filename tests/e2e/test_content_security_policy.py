@@ -14,7 +14,9 @@ pytestmark = pytest.mark.browser
 RECORD_VIOLATIONS = """
 window.cspViolations = [];
 document.addEventListener("securitypolicyviolation", (e) => {
-  window.cspViolations.push(`${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`);
+  window.cspViolations.push(
+    `${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`
+  );
 });
 """
 LIVE_SOCKET = "() => window.kandevLive.socket && window.kandevLive.socket.readyState === 1"

@@ -69,7 +69,8 @@ def assert_fits_a_phone(page) -> None:
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"page is {overflow}px wider than the 390px viewport"
     small = page.evaluate(
-        """() => Array.from(document.querySelectorAll('a, button, textarea, input, select, summary'))
+        """() => Array.from(
+                document.querySelectorAll('a, button, textarea, input, select, summary'))
             .filter(el => el.offsetParent !== null && el.type !== 'hidden')
             .map(el => [el.outerHTML.slice(0, 60), el.getBoundingClientRect()])
             .filter(([, r]) => r.width < 44 || r.height < 44)

@@ -3,9 +3,10 @@ target (our mock ACP agent), one target per real agent CLI (Claude Code, Codex, 
 installed by `make install`) pointing at the mock provider, and one demo session.
 
 Idempotent: run on every `make run`. The targets go through the same services and allowlists as
-any operator's (the mock's host must be in KANDEV_PROVIDER_HOSTS; loopback is by default). The password comes from --password or KANDEV_DEMO_PASSWORD
-(the supervisor passes it through the environment so it never shows in a process listing);
-without either a fresh one is generated. Either way it is printed, because it is a local dev login.
+any operator's (the mock's host must be in KANDEV_PROVIDER_HOSTS; loopback is by default). The
+password comes from --password or KANDEV_DEMO_PASSWORD (the supervisor passes it through the
+environment so it never shows in a process listing); without either a fresh one is generated.
+Either way it is printed, because it is a local dev login.
 """
 
 from __future__ import annotations

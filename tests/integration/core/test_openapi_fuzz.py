@@ -80,7 +80,8 @@ def test_the_api_answers_every_generated_request_as_its_openapi_document_says(
     target = ProviderTarget.objects.create(name="Mock", kind=ProviderTarget.Kind.MOCK, model="m")
     session_create(owner=user, target=target, title="Fuzzed")
     token = api_token_create(user=user, label="fuzz")
-    # Prompts enqueue runs on this run's own queue, which no worker consumes and the fixture empties.
+    # Prompts enqueue runs on this run's own queue, which no worker consumes and the fixture
+    # empties.
     env = {"KANDEV_CELERY_QUEUE": celery_queue}
 
     with live_daphne(env=env, log_path=tmp_path / "daphne.log") as url:

@@ -1,4 +1,5 @@
-"""A bad KANDEV_* value stops start-up with a message naming the variable, before any prompt runs."""
+"""A bad KANDEV_* value stops start-up with a message naming the variable, before any prompt
+runs."""
 
 from __future__ import annotations
 

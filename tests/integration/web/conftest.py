@@ -15,7 +15,8 @@ from kandev_web.asgi import application
 
 ORIGIN = b"http://127.0.0.1"
 FRAME_HEADER = re.compile(
-    r'^<span id="ws-seq" data-kind="(?P<kind>\w+)" data-from="(?P<first>\d+)" data-seq="(?P<last>\d+)"'
+    r'^<span id="ws-seq" data-kind="(?P<kind>\w+)" data-from="(?P<first>\d+)"'
+    r' data-seq="(?P<last>\d+)"'
 )
 
 

@@ -100,7 +100,8 @@ def test_notice_text_from_the_provider_is_escaped(db):
 def test_a_notice_deletion_removes_exactly_the_notices_it_names(db):
     html = event_html(session_id=3, event=ev.NOTICE_DELETED, payload={"ids": [7, 9]})
     assert html == (
-        '<div id="notice-7" hx-swap-oob="delete"></div><div id="notice-9" hx-swap-oob="delete"></div>'
+        '<div id="notice-7" hx-swap-oob="delete"></div>'
+        '<div id="notice-9" hx-swap-oob="delete"></div>'
     )
 
 

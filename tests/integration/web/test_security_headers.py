@@ -1,6 +1,6 @@
-"""The headers every answer carries: the Content-Security-Policy (with this host's websocket origin),
-Cache-Control: no-store on a signed-in person's pages and on every API answer, and templates with
-nothing inline for the policy to refuse."""
+"""The headers every answer carries: the Content-Security-Policy (with this host's websocket
+origin), Cache-Control: no-store on a signed-in person's pages and on every API answer, and
+templates with nothing inline for the policy to refuse."""
 
 from __future__ import annotations
 

@@ -17,7 +17,10 @@ def test_line_breaks_between_elements_go_away():
 
 
 def test_attributes_on_their_own_lines_are_one_space_apart():
-    source = '{% squeeze %}<button\n  type="button"\n  class="btn"\n  hx-swap="none">Go</button>{% endsqueeze %}'
+    source = (
+        '{% squeeze %}<button\n  type="button"\n  class="btn"\n  hx-swap="none">Go</button>'
+        "{% endsqueeze %}"
+    )
     assert rendered(source) == '<button type="button" class="btn" hx-swap="none">Go</button>'
 
 

@@ -132,7 +132,8 @@ def test_the_marker_is_read_from_the_last_part_of_a_codex_shaped_input(
 ) -> None:
     codex_input = [
         {"type": "message", "role": "developer", "content": [
-            {"type": "input_text", "text": "<permissions instructions>...</permissions instructions>"}
+            {"type": "input_text",
+             "text": "<permissions instructions>...</permissions instructions>"}
         ]},
         {"type": "message", "role": "user", "content": [
             {"type": "input_text", "text": "<environment_context>cwd</environment_context>"},

@@ -21,17 +21,38 @@ from recovery.taxonomy import ProviderFailure
 PROPERTY = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 ANTHROPIC_EVENTS = [
-    b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":3}}}\n\n',
-    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
-    b'event: content_block_start\ndata: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"n","input":{}}}\n\n',
-    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}\n\n',
-    b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\\"a\\""}}\n\n',
+    (
+        b'event: message_start\ndata: {"type":"message_start",'
+        b'"message":{"usage":{"input_tokens":3}}}\n\n'
+    ),
+    (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"text","text":""}}\n\n'
+    ),
+    (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":1,'
+        b'"content_block":{"type":"tool_use","id":"t","name":"n","input":{}}}\n\n'
+    ),
+    (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"hi"}}\n\n'
+    ),
+    (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,'
+        b'"delta":{"type":"input_json_delta","partial_json":"{\\"a\\""}}\n\n'
+    ),
     b'event: content_block_stop\ndata: {"type":"content_block_stop","index":1}\n\n',
     b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
     b'event: ping\ndata: {"type":"ping"}\n\n',
-    b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}\n\n',
+    (
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+        b'"usage":{"output_tokens":2}}\n\n'
+    ),
     b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
-    b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+    (
+        b'event: error\ndata: {"type":"error",'
+        b'"error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+    ),
     b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":null}\n\n',
     b"data: [1, 2]\n\n",
     b"\xff\xfe",
@@ -39,8 +60,14 @@ ANTHROPIC_EVENTS = [
 OPENAI_EVENTS = [
     b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n',
     b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n',
-    b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"n","arguments":"{\\"a"}}]}}]}\n\n',
-    b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\\": 1}"}}]}}]}\n\n',
+    (
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c",'
+        b'"function":{"name":"n","arguments":"{\\"a"}}]}}]}\n\n'
+    ),
+    (
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,'
+        b'"function":{"arguments":"\\": 1}"}}]}}]}\n\n'
+    ),
     b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n',
     b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":"x"}}\n\n',
     b'data: {"error":{"message":"overloaded","type":"server_error","code":502}}\n\n',

@@ -32,7 +32,10 @@ from recovery.taxonomy import Source
 
 CURRENT = Correlation(session_id="s-1", execution_id="e-1", generation=2)
 STALE = Correlation(session_id="s-1", execution_id="e-1", generation=1)
-DIAG_529 = "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment."
+DIAG_529 = (
+    "API Error: 529 Overloaded. This is a server-side issue, usually temporary — "
+    "try again in a moment."
+)
 ERROR_529 = "Internal error: " + DIAG_529 + " If it persists, check the status page."
 ERROR_500 = "Internal error: API Error: 500 Internal server error."
 
@@ -96,7 +99,10 @@ def test_a_same_code_diagnostic_whose_text_is_not_in_the_error_stops_the_replay(
 
 
 def test_containment_ignores_surrounding_and_repeated_whitespace_but_not_case():
-    spaced = "  API Error: 529 Overloaded. This is a server-side   issue, usually\ttemporary — try again in a moment.  "
+    spaced = (
+        "  API Error: 529 Overloaded. This is a server-side   issue, usually\ttemporary — "
+        "try again in a moment.  "
+    )
     shouting = DIAG_529.replace("Overloaded", "OVERLOADED")
 
     matched = replay_disposition(

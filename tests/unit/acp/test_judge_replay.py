@@ -26,7 +26,10 @@ from recovery.taxonomy import Code, Exposure, Source
 
 CURRENT = Correlation(session_id="s-1", execution_id="e-1", generation=2)
 STALE = Correlation(session_id="s-1", execution_id="e-1", generation=1)
-DIAG_529 = "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment."
+DIAG_529 = (
+    "API Error: 529 Overloaded. This is a server-side issue, usually temporary — "
+    "try again in a moment."
+)
 ERROR_529 = "Internal error: " + DIAG_529 + " If it persists, check the status page."
 TOOL = AgentToolCall(id="t1", title="Read", kind="read", status="pending")
 

@@ -31,12 +31,17 @@ def test_it_prints_one_classification_per_evidence_line():
         {
             "source": "http",
             "status": 529,
-            "excerpt": '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+            "excerpt": (
+                '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+            ),
         },
         {"source": "acp_chunk", "excerpt": "The API was overloaded earlier so I retried."},
         {
             "source": "acp_chunk",
-            "excerpt": "You have reached your current quota for this period. Your limit will reset in 3 hours.",
+            "excerpt": (
+                "You have reached your current quota for this period. "
+                "Your limit will reset in 3 hours."
+            ),
         },
     ]
     result = run_cli("".join(json.dumps(line) + "\n" for line in lines))

@@ -196,7 +196,9 @@ def test_x_should_retry_true_does_not_make_a_hard_failure_retryable():
     auth = Evidence(
         source=Source.HTTP,
         status=401,
-        excerpt='{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}',
+        excerpt=(
+            '{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}'
+        ),
         provider_code="authentication_error",
         should_retry=True,
     )
@@ -304,9 +306,8 @@ def test_hard_and_unclassified_failures_go_to_manual_recovery():
     unknown_decision = decide_for(unknown, clock=clock, budget=budget, fallbacks=["b"])
 
     assert auth_decision.action is Action.MANUAL
-    assert (
-        auth_decision.message
-        == "Authentication required. Ask an operator to check this target's credentials, then resume."
+    assert auth_decision.message == (
+        "Authentication required. Ask an operator to check this target's credentials, then resume."
     )
     assert unknown_decision.action is Action.MANUAL
     assert unknown_decision.classification.code is Code.UNCLASSIFIED
@@ -360,7 +361,9 @@ def test_a_quota_that_resets_in_hours_hands_back_and_says_when():
     clock = FakeClock()
     evidence = Evidence(
         source=Source.ACP_CHUNK,
-        excerpt="You have reached your current quota for this period. Your limit will reset in 3 hours.",
+        excerpt=(
+            "You have reached your current quota for this period. Your limit will reset in 3 hours."
+        ),
     )
     decision = decide_for(
         evidence, clock=clock, budget=budget_after(1, clock=clock), fallbacks=["b"]
