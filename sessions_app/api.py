@@ -55,6 +55,7 @@ from sessions_app.errors import (
     StateConflict,
     TokenNotFound,
     UnknownReference,
+    http_headers,
     http_status,
 )
 from sessions_app.models import ProviderTarget, Session, Task
@@ -123,7 +124,8 @@ def _cap_reached(request: HttpRequest, exc: CapReached) -> HttpResponse:
         "retry_after": exc.retry_after,
     }
     response = api.create_response(request, body, status=http_status(exc))
-    response["Retry-After"] = str(exc.retry_after)
+    for name, value in http_headers(exc).items():
+        response[name] = value
     return response
 
 

@@ -95,3 +95,11 @@ def http_status(error: DomainError, *, on_page: bool = False) -> int:
         if kind in HTTP_STATUS:
             return HTTP_STATUS[kind]
     raise TypeError(f"{type(error).__name__} has no HTTP status in HTTP_STATUS")
+
+
+def http_headers(error: DomainError) -> dict[str, str]:
+    """The headers ``error``'s answer carries, on the API and the pages alike: a cap says when
+    to try again."""
+    if isinstance(error, CapReached):
+        return {"Retry-After": str(error.retry_after)}
+    return {}

@@ -6,7 +6,7 @@ from django.urls import path
 from django.utils.functional import lazy
 from django.views.generic import RedirectView
 
-from sessions_app import views
+from sessions_app import session_views, views
 
 urlpatterns = [
     path("", views.board, name="board"),
@@ -15,22 +15,28 @@ urlpatterns = [
     path("tasks/<int:task_id>/rename/", views.task_rename_view, name="task_rename"),
     path("tasks/<int:task_id>/archive/", views.task_archive_view, name="task_archive"),
     path("tasks/<int:task_id>/unarchive/", views.task_unarchive_view, name="task_unarchive"),
-    path("sessions/<int:session_id>/", views.session_detail, name="session_detail"),
-    path("sessions/<int:session_id>/prompts/", views.session_prompt, name="session_prompt"),
-    path("sessions/<int:session_id>/stop/", views.session_stop_view, name="session_stop"),
+    path("sessions/<int:session_id>/", session_views.session_detail, name="session_detail"),
+    path("sessions/<int:session_id>/prompts/", session_views.session_prompt, name="session_prompt"),
+    path("sessions/<int:session_id>/stop/", session_views.session_stop_view, name="session_stop"),
     path(
         "sessions/<int:session_id>/cancel-retry/",
-        views.session_cancel_retry,
+        session_views.session_cancel_retry,
         name="session_cancel_retry",
     ),
-    path("sessions/<int:session_id>/recover/", views.session_recover_view, name="session_recover"),
     path(
-        "sessions/<int:session_id>/regenerate/", views.session_regenerate, name="session_regenerate"
+        "sessions/<int:session_id>/recover/",
+        session_views.session_recover_view,
+        name="session_recover",
     ),
-    path("sessions/<int:session_id>/edit/", views.session_edit, name="session_edit"),
+    path(
+        "sessions/<int:session_id>/regenerate/",
+        session_views.session_regenerate,
+        name="session_regenerate",
+    ),
+    path("sessions/<int:session_id>/edit/", session_views.session_edit, name="session_edit"),
     path(
         "sessions/<int:session_id>/switch-target/",
-        views.session_switch_target,
+        session_views.session_switch_target,
         name="session_switch_target",
     ),
     # Browsers ask for /favicon.ico whatever the page links; send them to the one icon, under its

@@ -9,11 +9,10 @@ plan that ends its script `final`, after which the conversation's counter starts
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 
+from recovery.mock.recorded_bodies import recorded_body_plan
 from recovery.mock.steps import (
     Delay,
     Drop,
@@ -24,7 +23,6 @@ from recovery.mock.steps import (
     Malformed,
     Ping,
     Plan,
-    RawBody,
     Start,
     StreamError,
     Text,
@@ -134,23 +132,9 @@ def tool_then_overloaded(req: ScenarioRequest) -> Plan:
     return _failing(req, Plan((HttpError(_OVERLOAD),)))
 
 
-WIRE_FIXTURES = Path(__file__).parent / "wire_fixtures"
-_CONTENT_TYPES = {".sse": "text/event-stream", ".json": "application/json"}
-_FIXTURE_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
-
-
 def wire_fixture(req: ScenarioRequest) -> Plan:
-    """`/wire-fixture:NAME`: the recorded body wire_fixtures/NAME.sse (an event stream) or
-    NAME.json (a JSON body), sent as-is with status 200, on every attempt."""
-    name = req.args[0] if req.args else ""
-    if _FIXTURE_NAME.fullmatch(name):
-        for suffix, content_type in _CONTENT_TYPES.items():
-            path = WIRE_FIXTURES / f"{name}{suffix}"
-            if path.is_file():
-                return Plan((RawBody(path.read_bytes(), content_type),))
-    known = ", ".join(sorted(p.stem for p in WIRE_FIXTURES.iterdir() if p.suffix in _CONTENT_TYPES))
-    message = f"unknown wire fixture {name!r}; known: {known}"
-    return Plan((HttpError(Fail(Failure.BAD_REQUEST, message=message)),))
+    """`/wire-fixture:NAME`: the recorded body NAME (recorded_bodies.py), on every attempt."""
+    return recorded_body_plan(req.args[0] if req.args else "")
 
 
 def _tool_call_from_prompt(prompt: str) -> tuple[str, dict]:

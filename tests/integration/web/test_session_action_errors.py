@@ -1,7 +1,7 @@
 """Every domain error a session action raises is answered one way, with the status the API's
 table gives it: over htmx the composer's error line, on a plain form post the session page with
 the same line and the typed text kept. Regenerate stands in for every action (they share
-views.session_action); its service is made to raise each error in turn."""
+session_views.session_action); its service is made to raise each error in turn."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from recovery import wording
-from sessions_app import views
+from sessions_app import session_views
 from sessions_app.errors import (
     CapReached,
     DomainError,
@@ -74,7 +74,7 @@ def regenerate_raises(monkeypatch):
         def refuse(**_kwargs: object) -> None:
             raise error
 
-        monkeypatch.setattr(views, "answer_regenerate", refuse)
+        monkeypatch.setattr(session_views, "answer_regenerate", refuse)
 
     return make
 
@@ -140,7 +140,7 @@ def test_a_refused_plain_edit_keeps_the_typed_text_in_the_composer(
     def refuse(**_kwargs: object) -> None:
         raise CAP
 
-    monkeypatch.setattr(views, "prompt_edit", refuse)
+    monkeypatch.setattr(session_views, "prompt_edit", refuse)
     response = owner_client.post(f"/sessions/{session.pk}/edit/", {"text": "my <edit>"})
     assert response.status_code == 429
     assert "my &lt;edit&gt;</textarea>" in response.content.decode()

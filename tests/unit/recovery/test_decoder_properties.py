@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recovery.mock import anthropic_wire, openai_wire
-from recovery.mock.scenarios import WIRE_FIXTURES
+from recovery.mock.recorded_bodies import WIRE_FIXTURES
 from recovery.mock.steps import Finish, Plan, Reply, Start, Text, Thinking, Tool
 from recovery.providers.anthropic import AnthropicDecoder
 from recovery.providers.httpwire import SSEResponseStream

@@ -1,0 +1,233 @@
+"""A session's live page and its actions: the composer's prompt, Regenerate, an edit, Stop,
+the banner's Cancel, the recovery card's Resume / Start fresh and "Try another target".
+
+Every action is declared with ``session_action``, which answers its domain errors in one place
+with the API's status table (errors.http_status; a per-person cap, CapReached, is a 429 with
+Retry-After and the typed text kept) and its success over htmx or with a redirect.
+The composer posts over htmx with ``hx-swap="none"``: the transcript and the Send/Stop toggle
+change only through the websocket (the database is the truth and every viewer sees the same), so
+the HTTP answer carries nothing but the composer's error line. The retry banner's Cancel and the
+recovery card's Resume / Start fresh work the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.html import format_html
+from django.views.decorators.http import require_GET, require_POST
+
+from recovery import wording
+from sessions_app.errors import (
+    CapReached,
+    DomainError,
+    GenerationActive,
+    InvalidInput,
+    RetryWaiting,
+    SessionNotFound,
+    http_status,
+)
+from sessions_app.forms import PromptForm
+from sessions_app.frames import wall_clock_ms
+from sessions_app.models import Session
+from sessions_app.selectors import (
+    session_for_user,
+    session_snapshot,
+    sessions_recent,
+)
+from sessions_app.services import prompt_submit, session_stop
+from sessions_app.services.prompts import (
+    answer_regenerate,
+    prompt_edit,
+    retry_cancel,
+    session_recover,
+)
+from sessions_app.services.targets import session_target_switch
+from sessions_app.views import SignedInRequest, with_error_headers
+
+NOT_FOUND = "No such session."
+
+
+def _session_or_404(request: SignedInRequest, session_id: int) -> Session:
+    try:
+        return session_for_user(user=request.user, session_id=session_id)
+    except SessionNotFound:
+        # Unknown and foreign ids take this one path, so the 404 is byte-for-byte the same.
+        raise Http404(NOT_FOUND) from None
+
+
+def _composer_error(message: str, *, status: int) -> HttpResponse:
+    return HttpResponse(
+        format_html(
+            '<p id="composer-error" class="form-error" role="alert" hx-swap-oob="true">{}</p>',
+            message,
+        ),
+        status=status,
+    )
+
+
+def _done_elsewhere() -> HttpResponse:
+    """Success for a button the websocket swaps away (Stop, Resume, Start fresh): no body, since
+    an out-of-band swap answered to a detached button finds no target (htmx:oobErrorNoTarget).
+    The stale composer error is cleared by the session.updated frame instead."""
+    return HttpResponse(status=204)
+
+
+def _session_page(
+    request: SignedInRequest,
+    session: Session,
+    *,
+    draft: str = "",
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    context = {
+        "snapshot": session_snapshot(session=session),
+        "ws_path": f"/ws/sessions/{session.pk}/",
+        "max_prompt_chars": settings.KANDEV_MAX_PROMPT_CHARS,
+        "draft": draft,
+        "error": error,
+        "recent_sessions": sessions_recent(user=request.user),
+        # The retry banner's countdown measures the browser's clock against this (see frames.py).
+        "server_now_ms": wall_clock_ms(),
+    }
+    return render(request, "sessions_app/session.html", context, status=status)
+
+
+@require_GET
+@login_required
+def session_detail(request: SignedInRequest, session_id: int) -> HttpResponse:
+    return _session_page(request, _session_or_404(request, session_id))
+
+
+def session_action(
+    *,
+    invalid: str,
+    busy: str = wording.STILL_WORKING,
+    done: Callable[[], HttpResponse] | None = None,
+    draft_field: str | None = None,
+) -> Callable[[Callable[[SignedInRequest, Session], object]], Callable[..., HttpResponse]]:
+    """A session page's button or form post: ``act(request, session)`` does the work through a
+    service, and every domain error it raises is answered here, the same way for every action.
+
+    The status is errors.http_status's (the API's table). Over htmx the answer is the composer's
+    error line (``_composer_error``), on a plain form post the session page with it; an
+    InvalidInput reads ``invalid`` with its message, a GenerationActive ``busy`` (a RetryWaiting
+    says the retry is pending), a CapReached its own words and a Retry-After. ``draft_field``
+    names the posted text the composer keeps after a refusal. Success is ``done()`` over htmx
+    (``_done_elsewhere`` unless given) and a redirect to the session page otherwise."""
+
+    def decorate(act: Callable[[SignedInRequest, Session], object]) -> Callable[..., HttpResponse]:
+        @require_POST
+        @login_required
+        @wraps(act)
+        def view(request: SignedInRequest, session_id: int) -> HttpResponse:
+            session = _session_or_404(request, session_id)
+            try:
+                act(request, session)
+            except SessionNotFound:
+                raise Http404(NOT_FOUND) from None
+            except DomainError as error:
+                message = _refusal_message(error, invalid=invalid, busy=busy)
+                draft = request.POST.get(draft_field, "") if draft_field else ""
+                return _refused(request, session, message, draft=draft, error=error)
+            return _answered(request, session.pk, done=done or _done_elsewhere)
+
+        return view
+
+    return decorate
+
+
+def _refusal_message(error: DomainError, *, invalid: str, busy: str) -> str:
+    if isinstance(error, InvalidInput):
+        return invalid.format(error.message)
+    if isinstance(error, RetryWaiting):
+        return wording.RETRY_PENDING
+    if isinstance(error, GenerationActive):
+        return busy
+    if isinstance(error, CapReached):
+        return error.message
+    raise error
+
+
+def _refused(
+    request: SignedInRequest, session: Session, message: str, *, draft: str, error: DomainError
+) -> HttpResponse:
+    status = http_status(error, on_page=True)
+    if request.htmx:
+        response = _composer_error(message, status=status)
+    else:
+        response = _session_page(request, session, draft=draft, error=message, status=status)
+    return with_error_headers(response, error)
+
+
+def _answered(
+    request: SignedInRequest, session_id: int, *, done: Callable[[], HttpResponse]
+) -> HttpResponse:
+    """A session action that worked: over htmx ``done()`` (the websocket shows the result to
+    every viewer), on a plain form post back to the session page."""
+    if request.htmx:
+        return done()
+    return redirect("session_detail", session_id=session_id)
+
+
+def _prompt_sent() -> HttpResponse:
+    # An empty error line: live.js clears the composer only on this 200, so a refused prompt's
+    # text stays for Send to work later.
+    return _composer_error("", status=200)
+
+
+@session_action(invalid="Message {}.", done=_prompt_sent, draft_field="text")
+def session_prompt(request: SignedInRequest, session: Session) -> None:
+    form = PromptForm(request.POST)
+    if not form.is_valid():
+        problems = form.errors.get("text", ["is invalid"])
+        raise InvalidInput("text", " ".join(str(problem) for problem in problems))
+    prompt_submit(session=session, user=request.user, text=form.cleaned_data["text"])
+
+
+@session_action(invalid="Cannot regenerate: {}.")
+def session_regenerate(request: SignedInRequest, session: Session) -> None:
+    """The last answer's Regenerate: the new answer streams in for every viewer."""
+    answer_regenerate(session=session, user=request.user)
+
+
+@session_action(invalid="Message {}.", draft_field="text")
+def session_edit(request: SignedInRequest, session: Session) -> None:
+    """The last prompt's Edit: the edited text is sent as the new last prompt."""
+    prompt_edit(session=session, user=request.user, text=request.POST.get("text", ""))
+
+
+@session_action(invalid="Cannot switch: {}.")
+def session_switch_target(request: SignedInRequest, session: Session) -> None:
+    """The failure card's "Try another target": every viewer's card follows over the websocket."""
+    session_target_switch(
+        session=session, user=request.user, target_id=request.POST.get("target", "")
+    )
+
+
+@session_action(invalid="Cannot stop: {}.")
+def session_stop_view(request: SignedInRequest, session: Session) -> None:
+    session_stop(session=session, user=request.user)
+
+
+# Usually another viewer pressed the button first: the run they started is the answer.
+@session_action(invalid="Cannot recover: {}.", busy="The agent is already working on this session.")
+def session_recover_view(request: SignedInRequest, session: Session) -> None:
+    """The recovery card's Resume and Start fresh (``action`` = resume | fresh)."""
+    session_recover(session=session, user=request.user, action=request.POST.get("action", ""))
+
+
+@require_POST
+@login_required
+def session_cancel_retry(request: SignedInRequest, session_id: int) -> HttpResponse:
+    """The banner's Cancel. Deliberately one answer whatever happened (cancelled, nothing to
+    cancel, foreign or unknown session), so it never reveals whether retry state exists; the
+    banner and the recovery card change for every viewer through the websocket."""
+    retry_cancel(session_id=session_id, user=request.user)
+    return _answered(request, session_id, done=_done_elsewhere)
