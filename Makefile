@@ -39,7 +39,7 @@ help:
 	@echo "make test-slow     chaos tests (real processes killed) and the OpenAPI fuzz run"
 	@echo "make test-agents   end-to-end tests with the real agent CLIs (Claude Code, Codex, Gemini CLI)"
 	@echo "make bench         run benchmarks/bench_*.py and print one table"
-	@echo "make lint          ruff check, then make typecheck"
+	@echo "make lint          ruff check, ruff format --check, then make typecheck"
 	@echo "make typecheck     mypy (with the Django plugin) over kandev_web, sessions_app, recovery"
 	@echo "make shell         Django shell against the running app's services"
 	@echo "make worker        an extra Celery worker against the running app's services"
@@ -119,6 +119,7 @@ bench: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(MAKE) --no-print-directory typecheck
 
 # mypy's Django plugin imports kandev_web.settings, which refuses to load without the two URLs;
