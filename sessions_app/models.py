@@ -240,6 +240,13 @@ class Message(models.Model):
         COMPLETE = "complete", "Complete"
         ERROR = "error", "Error"
 
+    class Replaced(models.TextChoices):
+        """Why a row was replaced (``metadata["replaced"]``): kept, labelled, never sent again."""
+
+        REGENERATE = "regenerate", "Replaced by Regenerate"
+        EDIT = "edit", "Replaced by an edit"
+        RESUME = "resume", "Superseded: Resume ran the turn again"
+
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="messages")
     generation = models.ForeignKey(
         PromptGeneration, on_delete=models.CASCADE, related_name="messages", null=True, blank=True

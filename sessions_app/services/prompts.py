@@ -157,7 +157,10 @@ def answer_regenerate(*, session: Session, user: User) -> PromptGeneration:
 
     def prepare(locked: Session) -> None:
         prompt = _last_prompt(session=locked, field_name="action", problem=wording.NOTHING_TO_RERUN)
-        _rows_replace(rows=_rows_from(session=locked, first_id=prompt.pk + 1), reason="regenerate")
+        _rows_replace(
+            rows=_rows_from(session=locked, first_id=prompt.pk + 1),
+            reason=Message.Replaced.REGENERATE,
+        )
 
     return _turn_open(session=session, user=user, mode=Mode.REGENERATE, prepare=prepare)
 
@@ -172,7 +175,9 @@ def prompt_edit(*, session: Session, user: User, text: str) -> PromptGeneration:
         prompt = _last_prompt(
             session=locked, field_name="text", problem="there is no message to edit yet"
         )
-        _rows_replace(rows=_rows_from(session=locked, first_id=prompt.pk), reason="edit")
+        _rows_replace(
+            rows=_rows_from(session=locked, first_id=prompt.pk), reason=Message.Replaced.EDIT
+        )
         return _Prompt(text=text, metadata={"edit_of": prompt.pk})
 
     return _turn_open(session=session, user=user, mode=Mode.EDIT, prepare=prepare)
@@ -227,13 +232,13 @@ def _rows_from(*, session: Session, first_id: int) -> Iterable[Message]:
     )
 
 
-def _rows_replace(*, rows: Iterable[Message], reason: str) -> None:
+def _rows_replace(*, rows: Iterable[Message], reason: Message.Replaced) -> None:
     """Label rows as replaced (``metadata["replaced"]``): each keeps its place in the transcript,
     closed behind a disclosure saying why (or, for Resume, flagged), is left out of what the agent
     is sent, and every viewer sees the change through its ``message.updated`` event."""
     for row in rows:
         if not row.metadata.get("replaced"):
-            message_update(message=row, metadata={**row.metadata, "replaced": reason})
+            message_update(message=row, metadata={**row.metadata, "replaced": str(reason)})
 
 
 def _partials_supersede(*, session: Session, after: Message) -> None:
@@ -246,7 +251,7 @@ def _partials_supersede(*, session: Session, after: Message) -> None:
             incomplete=True,
             role__in=(Message.Role.ASSISTANT, Message.Role.THINKING),
         ).select_related("session", "generation"),
-        reason="resume",
+        reason=Message.Replaced.RESUME,
     )
 
 
