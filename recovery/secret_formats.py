@@ -128,7 +128,7 @@ SECRET_FORMATS: tuple[SecretFormat, ...] = (
     SecretFormat(
         "pem_private_key",
         _pem_pattern(),
-        # A key has a base64 body; "-----BEGIN PRIVATE KEY-----\nXXXX" in a test is a placeholder.
+        # A key has a base64 body of 32+ characters; a header over a few letters is a placeholder.
         check=lambda v, _: re.search(r"[A-Za-z0-9+/]{32,}", unquote(v)) is not None,
     ),
     SecretFormat(

@@ -15,15 +15,15 @@ from sessions_app.services.lifecycle.session_state import SESSION_MOVES, _sessio
 
 def _path(source: str, target: str) -> list[str]:
     came_from: dict[str, str | None] = {source: None}
-    todo = deque([source])
-    while todo:
-        state = todo.popleft()
+    frontier = deque([source])
+    while frontier:
+        state = frontier.popleft()
         if state == target:
             break
         for step in sorted(SESSION_MOVES.get(state, ())):
             if step not in came_from:
                 came_from[step] = state
-                todo.append(step)
+                frontier.append(step)
     path, state = [], target
     while state != source:
         path.append(state)
