@@ -141,8 +141,29 @@
   // Whether to follow new text is decided when the reader scrolls, and the scroll to the bottom
   // happens once per painted frame: measuring the page on every websocket frame forced a layout
   // of the whole transcript each time, which a multi-megabyte answer turned into seconds.
-  var scrollPending = false;
-  document.addEventListener("scroll", function () { stickToBottom = nearBottom(); }, true);
+  // Only the reader stops the following: a scroll event also comes when the page moves by
+  // itself (the reconnect notice showing or going clamps the scroll position), and it may be
+  // handled after the next frame made the page taller, which once read as "scrolled up" and
+  // left a phone behind its replayed rows. So a scroll away from the bottom counts only just
+  // after the reader's own wheel, touch, key or press on the scroller; coming back near the
+  // bottom always resumes the following.
+  var scrollPending = false, readerMovedAt = -Infinity;
+  var SCROLL_KEYS = ["PageUp", "PageDown", "ArrowUp", "ArrowDown", "Home", "End", " "];
+  function readerMoved() { readerMovedAt = performance.now(); }
+  document.addEventListener("wheel", readerMoved, { capture: true, passive: true });
+  document.addEventListener("touchmove", readerMoved, { capture: true, passive: true });
+  document.addEventListener("keydown", function (evt) {
+    var typing = evt.target.closest && evt.target.closest("textarea, input, select, [contenteditable]");
+    if (!typing && SCROLL_KEYS.indexOf(evt.key) >= 0) readerMoved();
+  }, true);
+  document.addEventListener("pointerdown", function (evt) {
+    // A press on the scroller itself is its scrollbar being dragged.
+    if (evt.target === document.getElementById("live") || evt.target === document.documentElement) readerMoved();
+  }, true);
+  document.addEventListener("scroll", function () {
+    if (nearBottom()) stickToBottom = true;
+    else if (performance.now() - readerMovedAt < 1000) stickToBottom = false;
+  }, true);
   document.addEventListener("htmx:wsAfterMessage", function () {
     if (!stickToBottom || scrollPending) return;
     scrollPending = true;

@@ -13,6 +13,9 @@ from tests.e2e.test_live_session import (
     wait_for_answer,
     wait_for_streaming_text,
 )
+from tests.e2e.test_live_session import (
+    transcript as transcript_text,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -250,3 +253,61 @@ def test_a_dropped_stream_card_speaks_plainly_and_hides_the_exception_until_aske
     assert phone.locator(f"{CARD} details.recovery-detail p").is_visible()
     phone.screenshot(path="/tmp/kandev-phone-failure-card.png")
     assert_fits_a_phone(phone)
+
+
+LIVE_DISTANCE_FROM_BOTTOM = """() => {
+  const box = document.getElementById("live");
+  return box.scrollHeight - box.scrollTop - box.clientHeight;
+}"""
+
+
+def test_a_phone_at_the_bottom_keeps_following_through_reconnects(stack, desktop, phone):
+    """Going offline shows the reconnect notice and coming back hides it; either moves the page,
+    and the scroll event that follows must not read as the reader leaving the bottom. The race
+    lost most reconnects before the fix, so the test goes offline three times."""
+    session_id = stack.new_session("Follow through reconnects")
+    for page in (desktop, phone):
+        open_session(page, session_id)
+    send(desktop, "[[mock:long:400:3:10]] a long answer to scroll past")
+    wait_for_answer(phone)
+    phone.wait_for_function(f"() => ({LIVE_DISTANCE_FROM_BOTTOM})() < 80")
+    for attempt in range(3):
+        phone.context.set_offline(True)
+        phone.evaluate("window.kandevLive.socket.close(3000, 'network gone')")
+        phone.wait_for_selector("#connection:not([hidden])")
+        text = f"while the phone was offline, {attempt}"
+        send(desktop, text)
+        desktop.wait_for_function(
+            f"() => document.querySelector('#transcript').innerText.includes('about {text}')"
+        )
+        phone.context.set_offline(False)
+        phone.wait_for_function(
+            f"() => document.querySelector('#transcript').innerText.includes('about {text}')"
+        )
+        phone.wait_for_selector("#connection", state="hidden")
+        # Settled: two painted frames after the replay, then the reader must be at the bottom.
+        phone.evaluate(
+            "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+        )
+        assert phone.evaluate(LIVE_DISTANCE_FROM_BOTTOM) < 80, f"reconnect {attempt + 1}"
+    assert transcript_text(phone) == transcript_text(desktop)
+
+
+def test_a_reader_who_scrolled_up_stays_where_they_are_while_new_text_arrives(
+    stack, desktop, phone
+):
+    session_id = stack.new_session("Reading up")
+    for page in (desktop, phone):
+        open_session(page, session_id)
+    send(phone, "[[mock:long:3000:5:2]] a long answer to read")
+    wait_for_answer(desktop)
+    desktop.hover("#transcript")
+    desktop.mouse.wheel(0, -1500)
+    desktop.wait_for_function(f"() => ({LIVE_DISTANCE_FROM_BOTTOM})() > 1000")
+    before = desktop.evaluate("document.getElementById('live').scrollTop")
+
+    send(phone, "/slow-stream:50 more text below the reader")
+    wait_for_answer(desktop)
+
+    assert desktop.evaluate("document.getElementById('live').scrollTop") == before
+    assert desktop.evaluate(LIVE_DISTANCE_FROM_BOTTOM) > 1000
