@@ -1,8 +1,10 @@
 """Prompt generations: the table of their moves, and the hooks each move runs.
 
 Every write of ``PromptGeneration.state`` goes through ``_move``: it refuses a move that
-``TRANSITIONS`` does not list, applies an allowed one as a conditional UPDATE (two processes
-racing on one generation can never both win), announces it, then runs the hooks declared for
+``TRANSITIONS`` does not list, locks the row only while it is in an allowed source state
+(SELECT ... FOR UPDATE with the state in the WHERE clause, so two processes racing on one
+generation can never both win, and the hooks learn which state it left), writes the move,
+announces it, then runs the hooks declared for
 leaving the old state (``ON_LEAVE``) and entering the new one (``ON_ENTER``), in the same
 transaction::
 
@@ -244,7 +246,7 @@ def generation_open(*, session: Session, generation: PromptGeneration) -> None:
 
 def generation_claim(*, generation_id: int) -> PromptGeneration | None:
     """Take a queued generation for this worker, and its session is running. None when there is
-    nothing to run: a duplicate delivery (the conditional UPDATE lets exactly one claimant
+    nothing to run: a duplicate delivery (the conditional lock lets exactly one claimant
     through), or a person who already has KANDEV_USER_MAX_RUNNING generations running, whose
     prompt is then held in line until one of theirs stops running (lifecycle/queued.py)."""
     generation = (

@@ -3,7 +3,7 @@
 A session shows what its latest generation is doing: when a generation moves, ``generation.py``
 moves the session from ``SESSION_OF[source]`` to ``SESSION_OF[destination]``, and every such move
 must be one ``SESSION_MOVES`` declares (ForbiddenTransition otherwise, rolling back the
-generation move that asked for it). The generation's own conditional UPDATE is what decides a
+generation move that asked for it). The generation's own conditional lock is what decides a
 race, so the session follows it unconditionally: a projection that had drifted is healed, never
 left stuck. Two states are re-announced in place, each a declared refresh rather than a blind
 write: a queued session's place in line (``session_queue_refresh``) and a needs-attention card
