@@ -53,6 +53,10 @@ class Viewer:
         self.wait_connected()
 
     def _watch(self, socket) -> None:
+        # The board the login lands on has a socket of its own (also with a last_seq), and it
+        # may open only after this watcher is attached: only the session's sockets count here.
+        if "/ws/sessions/" not in socket.url:
+            return
         self.socket_urls.append(socket.url)
 
         def received(payload) -> None:
