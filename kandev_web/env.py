@@ -157,6 +157,15 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_paths(name: str) -> tuple[str, ...]:
+    """Absolute directories separated by ':' (like PATH); empty or unset is none at all."""
+    paths = tuple(item for item in (os.environ.get(name) or "").split(":") if item)
+    for path in paths:
+        if not os.path.isabs(path) or "\x00" in path:
+            raise ImproperlyConfigured(f"{name} must list absolute paths separated by ':'")
+    return paths
+
+
 def env_parsed[T](parse: Callable[[Mapping[str, str]], T]) -> T:
     """A settings object that reads its own variables (``RetrySettings.from_env``), its
     ValueError (which names the variable) turned into ImproperlyConfigured."""

@@ -23,6 +23,7 @@ from kandev_web.env import (
     env_float,
     env_int,
     env_list,
+    env_paths,
     env_matching,
     env_not_negative,
     env_parsed,
@@ -64,6 +65,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "sessions_app",
     "sessions_app.ladder",
+    "sessions_app.workspaces",
     "axes",
 ]
 
@@ -272,6 +274,7 @@ KANDEV_ACP_WORKDIR = Path(
 )
 # One lock file per agent slot; every worker on the box must name the same directory.
 KANDEV_ACP_SLOT_DIR = Path(env_str("KANDEV_ACP_SLOT_DIR", str(KANDEV_ACP_WORKDIR / "slots")))
+KANDEV_PROJECT_ROOTS = env_paths("KANDEV_PROJECT_ROOTS")  # where projects may live; none: none
 # The only variables an ACP agent process inherits from the worker (besides its target's key):
 # the locale, the import path (our mock agent is a module of this project) and the mock agent's
 # counters; never the database or Redis URL, the Django secret or other keys.

@@ -72,6 +72,17 @@ class StateConflict(InvalidInput):
     re-run yet). Pages show it on the field; the API answers 409."""
 
 
+class WorkspaceUnusable(DomainError):
+    """A task's worktree cannot be used: its project's repository or the worktree itself is gone
+    or broken (sessions_app/workspaces). ``code`` names which for the card; ``detail`` is the
+    sentence the person reads."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
 # The HTTP status each domain error answers, for the API and the pages alike; a subclass not
 # listed answers as its nearest listed base.
 HTTP_STATUS: dict[type[DomainError], int] = {
@@ -82,6 +93,7 @@ HTTP_STATUS: dict[type[DomainError], int] = {
     InvalidInput: 422,
     UnknownReference: 404,
     StateConflict: 409,
+    WorkspaceUnusable: 409,
 }
 
 

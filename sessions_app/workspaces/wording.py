@@ -1,0 +1,37 @@
+"""Every sentence a person reads about a project or a task's worktree."""
+
+from __future__ import annotations
+
+PROJECT_UNKNOWN = "No such project."
+NO_ROOTS = (
+    "No project roots are configured: set KANDEV_PROJECT_ROOTS to the directories (separated by "
+    "':') that projects may live under."
+)
+OUTSIDE_ROOTS = "The repository must be inside one of the project roots (KANDEV_PROJECT_ROOTS)."
+NOT_ABSOLUTE = "The repository path must be absolute."
+NUL_IN_PATH = "The repository path may not contain a NUL character."
+NOT_A_REPOSITORY = "This is not a git repository with a working tree (its .git folder is missing)."
+BAD_REF = "This is not a branch, tag or commit of the repository."
+NO_DEFAULT_BRANCH = "The repository has no default branch to start from; name one with --base."
+
+REPOSITORY_GONE = (
+    "The project's repository is no longer where it was registered, so the agent cannot run in "
+    "this task's worktree. Ask an operator to restore it."
+)
+WORKTREE_GONE = (
+    "This task's worktree was deleted or damaged outside the app, so the agent was not started. "
+    "Ask an operator to restore it, or bind a new task."
+)
+WORKTREE_REMOVED = "This task's worktree was removed when the task was archived."
+WORKSPACE_BUSY = "Waiting for the other session of this task to finish"
+
+
+def workspace_waiting(ahead: int) -> str:
+    """The queued line for a prompt held behind another session's turn in the same worktree."""
+    if ahead <= 0:
+        return WORKSPACE_BUSY
+    return f"{WORKSPACE_BUSY} · {ahead} ahead"
+
+
+def files_not_shown(count: int) -> str:
+    return f"{count} more file{'s' if count != 1 else ''} not shown"
