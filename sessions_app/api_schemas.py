@@ -74,6 +74,9 @@ class TargetOut(Schema):
 
 class TaskIn(BodyIn):
     title: Name = Field(min_length=1, max_length=200)
+    # A project the caller may use (404 alike for an unknown and a forbidden one); absent: the
+    # task's agents work in an empty folder of their own.
+    project: int | None = Field(default=None, ge=1, le=2**63 - 1)
 
 
 class TaskOut(Schema):

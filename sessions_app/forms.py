@@ -21,6 +21,9 @@ class SessionCreateForm(forms.Form):
     # Empty: a new task named after the session. Otherwise the id of one of the user's tasks
     # (checked by the view against the user's own tasks, so a foreign id is a 404).
     task = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    # A new task only: the id of a project the user may use. Checked by the service, which
+    # answers an unknown and a forbidden id alike.
+    project = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
 
 
 class TaskRenameForm(forms.Form):

@@ -37,6 +37,7 @@ from sessions_app.selectors import (
 )
 from sessions_app.services import session_create
 from sessions_app.services.task_sessions import task_archive, task_rename, task_unarchive
+from sessions_app.workspaces.selectors import projects_usable
 
 
 class SignedInRequest(HttpRequest):
@@ -80,6 +81,8 @@ def _new_session_context(request: SignedInRequest, form: SessionCreateForm) -> d
         "chosen_target": str(chosen) if chosen is not None else "",
         "own_tasks": tasks_for_user(user=request.user).filter(archived_at__isnull=True),
         "chosen_task": str(form["task"].value() or ""),
+        "projects": projects_usable(user=request.user),
+        "chosen_project": str(form["project"].value() or ""),
     }
 
 
@@ -121,6 +124,7 @@ def session_new(request: SignedInRequest) -> HttpResponse:
             target=form.cleaned_data["target"],
             title=form.cleaned_data["title"],
             task=task,
+            project_id=form.cleaned_data["project"],
         )
     except (InvalidInput, CapReached) as error:
         # The form comes back as typed, with the reason on its field or above it.

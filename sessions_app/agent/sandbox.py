@@ -8,6 +8,12 @@ Debian, ``/usr/bin/bwrap``), in namespaces of its own:
   dynamic linker's cache, ``/etc/alternatives``) read-only, the agent's runtime (``node_modules``,
   for our mock agent the Python it runs on) read-only at its own path, and exactly two writable
   places: its working directory, seen as ``/workspace``, and its private home, ``/home/agent``.
+  In a task bound to a project the working directory is the task's git worktree, and the
+  repository's git directory is bound read-only at its own path (the worktree's ``.git`` file
+  names it): the agent's git can read (status, diff, log, show, blame) but writes nothing there,
+  neither its own index nor any ref, hook, config or object, so it can never move another
+  branch, plant a hook or a config the host's git would run, or touch the main checkout (which
+  is not bound at all). Its changes stay files in its worktree; the app reviews them;
   ``/etc/passwd``, ``/etc/group`` and ``/etc/hosts`` are written for it and name only itself.
   The state directory, the checkout, other sessions' folders and everything else are absent;
 - PID: it sees its own processes only (so no other process's ``/proc``, nor the worker's
@@ -84,6 +90,8 @@ class SandboxPlan:
     runtime: tuple[Path, ...] = ()  # read-only, at the same path inside
     writable_files: tuple[Path, ...] = ()  # read-write, at the same path inside (must exist)
     endpoints: tuple[Endpoint, ...] = ()
+    # A bound task's repository git directory: read-only, at the same path inside.
+    git_dir: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +207,8 @@ def sandbox_command(plan: SandboxPlan, command: Sequence[str]) -> Confined:
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/run"]
     for path in plan.runtime:
         args += ["--ro-bind", str(path), str(path)]
+    if plan.git_dir is not None:
+        args += ["--ro-bind", str(plan.git_dir), str(plan.git_dir)]
     for path in plan.writable_files:
         args += ["--bind", str(path), str(path)]
     args += ["--bind", str(plan.workspace), SEEN_WORKSPACE, "--bind", str(plan.home), SEEN_HOME]

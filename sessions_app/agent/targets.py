@@ -36,8 +36,10 @@ from sessions_app.agent.sandbox import (
     sandbox_ready,
     url_as_seen,
 )
-from sessions_app.models import ProviderTarget
+from sessions_app.errors import WorkspaceUnusable
+from sessions_app.models import ProviderTarget, Session
 from sessions_app.target_rules import AGENT_DEFAULT_BASE_URLS, base_url_effective, target_problems
+from sessions_app.workspaces.services import worktree_ensure, worktree_git_dir
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +167,7 @@ def acp_config_for(
     _refuse_what_the_operator_disallows(target)
     key = _agent_key(target, needed=spec.needs_key, environ=environ)
     home = _private_dir(f"home-{session_id}")
-    workspace = _private_dir(f"session-{session_id}")
+    workspace, git_dir = _workspace_of(session_id)
     confined = sandbox_enabled()
     if confined:
         try:
@@ -221,6 +223,7 @@ def acp_config_for(
             runtime=launch.runtime,
             writable_files=launch.writable_files,
             endpoints=(endpoint,) if endpoint else (),
+            git_dir=git_dir,
         ),
         launch.command,
     )
@@ -231,6 +234,19 @@ def acp_config_for(
         host_cwd=str(workspace),
         egress=sandboxed.egress,
     )
+
+
+def _workspace_of(session_id: int) -> tuple[Path, Path | None]:
+    """Where the session's agent works: its task's worktree (made by the first turn) with the
+    repository's git directory, or, for a task bound to no project, a private empty folder."""
+    task_id = Session.objects.filter(pk=session_id).values_list("task_id", flat=True).first()
+    try:
+        worktree = worktree_ensure(task_id=task_id) if task_id is not None else None
+        if worktree is None:
+            return _private_dir(f"session-{session_id}"), None
+        return worktree, worktree_git_dir(task_id=task_id)
+    except WorkspaceUnusable as unusable:
+        raise TargetUnusable(code=unusable.code, detail=unusable.detail) from None
 
 
 def _refuse_what_the_operator_disallows(target: ProviderTarget) -> None:

@@ -15,6 +15,11 @@ from sessions_app.models import ProviderTarget, Session, Task
 from sessions_app.push import board_push
 from sessions_app.services.caps import session_rate_take
 from sessions_app.services.targets import name_check
+from sessions_app.workspaces.services import (
+    task_workspace_bind,
+    worktree_remove,
+    worktree_reopen,
+)
 
 
 def _title_clean(title: str) -> str:
@@ -28,9 +33,15 @@ def _title_clean(title: str) -> str:
     return title
 
 
-def task_create(*, owner: User, title: str) -> Task:
-    task = Task.objects.create(owner=owner, title=_title_clean(title))
-    _board_changed(owner_id=task.owner_id)
+def task_create(*, owner: User, title: str, project_id: int | None = None) -> Task:
+    """A new task of ``owner``'s; with ``project_id``, bound to that project (one they may use:
+    UnknownReference alike for one they may not and one that does not exist), so its agents
+    run in a worktree of its own."""
+    with transaction.atomic():
+        task = Task.objects.create(owner=owner, title=_title_clean(title))
+        if project_id is not None:
+            task_workspace_bind(task=task, user=owner, project_id=project_id)
+        _board_changed(owner_id=task.owner_id)
     return task
 
 
@@ -45,11 +56,13 @@ def task_rename(*, task: Task, title: str) -> Task:
 
 
 def task_archive(*, task: Task) -> Task:
-    """Take the task off the board; its sessions and history stay. Archiving twice is a no-op."""
+    """Take the task off the board; its sessions and history stay, and its worktree (if bound
+    to a project) is removed, its branch kept. Archiving twice is a no-op."""
     with transaction.atomic():
         Task.objects.filter(pk=task.pk, archived_at__isnull=True).update(archived_at=timezone.now())
         task.refresh_from_db(fields=["archived_at"])
         _board_changed(owner_id=task.owner_id)
+    worktree_remove(task_id=task.pk)
     return task
 
 
@@ -58,15 +71,23 @@ def task_unarchive(*, task: Task) -> Task:
     with transaction.atomic():
         Task.objects.filter(pk=task.pk).update(archived_at=None, updated_at=timezone.now())
         task.archived_at = None
+        # Its next turn checks the kept branch out again.
+        worktree_reopen(task_id=task.pk)
         _board_changed(owner_id=task.owner_id)
     return task
 
 
 def session_create(
-    *, owner: User, target: ProviderTarget, title: str, task: Task | None = None
+    *,
+    owner: User,
+    target: ProviderTarget,
+    title: str,
+    task: Task | None = None,
+    project_id: int | None = None,
 ) -> Session:
     """Open a session on ``target``: under ``task`` (one of the owner's), or, without one, under a
-    new task named after the session. An archived task comes back to the board with it.
+    new task named after the session (bound to ``project_id`` if given, see task_create). An
+    archived task comes back to the board with it.
     CapReached when the owner opened KANDEV_SESSIONS_PER_MINUTE sessions in the last minute."""
     title = _title_clean(title)
     if task is not None and task.owner_id != owner.pk:
@@ -74,7 +95,7 @@ def session_create(
     with transaction.atomic():
         session_rate_take(user_id=owner.pk)
         if task is None:
-            task = task_create(owner=owner, title=title)
+            task = task_create(owner=owner, title=title, project_id=project_id)
         elif task.archived_at is not None:
             task_unarchive(task=task)
         session = Session.objects.create(task=task, owner=owner, target=target, title=title)

@@ -84,10 +84,13 @@ def task_workspace_bind(*, task: Task, user: User, project_id: int) -> TaskWorks
     project = project_usable(user=user, project_id=project_id)
     if project is None:
         raise UnknownReference("project", wording.PROJECT_UNKNOWN)
-    repository = _repository(project)
+    try:
+        repository = _repository(project)
+    except WorkspaceUnusable:
+        raise StateConflict("project", wording.PROJECT_UNAVAILABLE) from None
     base_commit = commit_of(repository, project.base_ref)
     if base_commit is None:
-        raise WorkspaceUnusable(REPOSITORY_MISSING, wording.REPOSITORY_GONE)
+        raise StateConflict("project", wording.PROJECT_UNAVAILABLE)
     return TaskWorkspace.objects.create(
         task=task,
         project=project,
@@ -138,6 +141,13 @@ def _worktree_ensure(task_id: int) -> Path | None:
     return path
 
 
+def worktree_git_dir(*, task_id: int) -> Path:
+    """The git directory of the task's repository, which the agent's sandbox binds read-only
+    (its worktree's ``.git`` file names a folder inside it). WorkspaceUnusable if it is gone."""
+    workspace = TaskWorkspace.objects.select_related("project").get(task_id=task_id)
+    return _repository(workspace.project).git_dir
+
+
 def worktree_remove(*, task_id: int) -> None:
     """Remove the task's worktree (``git worktree remove --force``, then ``prune``); its branch
     and commits stay in the repository. A no-op for an unbound task or a removed worktree."""
@@ -163,6 +173,14 @@ def worktree_remove(*, task_id: int) -> None:
             logger.warning("worktrees of project %s not pruned: %s", repository, failed.detail)
     TaskWorkspace.objects.filter(pk=workspace.pk).update(
         state=State.REMOVED, removed_at=timezone.now()
+    )
+
+
+def worktree_reopen(*, task_id: int) -> None:
+    """A task brought back from the archive: its next turn makes its worktree again, on the
+    branch it kept."""
+    TaskWorkspace.objects.filter(task_id=task_id, state=State.REMOVED).update(
+        state=State.PENDING, removed_at=None
     )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-PROJECT_UNKNOWN = "No such project."
+PROJECT_UNKNOWN = "no such project"
+PROJECT_UNAVAILABLE = "is not available now (its repository is missing); ask an operator"
 NO_ROOTS = (
     "No project roots are configured: set KANDEV_PROJECT_ROOTS to the directories (separated by "
     "':') that projects may live under."
