@@ -20,13 +20,13 @@ from django.utils.safestring import SafeString, mark_safe
 MAX_TERMINAL_LINES = 500
 MAX_LINE_CHARS = 4000
 
-# CSI (7-bit and C1), OSC up to BEL or ST (or, unterminated, to the end of its line), any other
-# two-character escape, and a lone ESC.
+# CSI (7-bit and C1), OSC up to BEL or ST (or, unterminated, to the end of its line), DCS, PM
+# and APC strings, any other escape (intermediates, then its final byte) and a lone ESC.
 _ESCAPE = re.compile(
     r"(?:\x1b\[|\x9b)(?P<params>[0-?]*)[ -/]*(?P<final>[@-~])?"
     r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[P^_X][^\x1b\n]*(?:\x1b\\)?"
-    r"|\x1b[ -~]?"
+    r"|\x1b[ -/]*[0-~]?"
 )
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
@@ -70,6 +70,9 @@ def terminal_html(text: str) -> SafeString:
     """``text`` as the inside of a ``<pre>``: escaped, coloured by class, at most
     MAX_TERMINAL_LINES lines of at most MAX_LINE_CHARS characters, then how many more."""
     lines = _overwritten(text).split("\n")
+    ends_line = len(lines) > 1 and lines[-1] == ""
+    if ends_line:  # a final newline ends the last line; it starts no line of its own
+        lines.pop()
     more = len(lines) - MAX_TERMINAL_LINES
     style = _PLAIN
     out: list[str] = []
@@ -80,6 +83,8 @@ def terminal_html(text: str) -> SafeString:
         out.append(rendered)
     if more > 0:
         out.append(f'\n<span class="ansi-more">{more} more lines</span>')
+    elif ends_line:
+        out.append("\n")
     return mark_safe("".join(out))  # every text run went through escape()
 
 
