@@ -47,6 +47,8 @@ from acp.schema import (
 from recovery.mock import acp_scenarios as texts
 from recovery.mock.acp_scenarios import Command, command_parse
 from recovery.mock.acp_state import counter_forget, counter_next
+from recovery.mock.acp_tool_content import COMMANDS as TOOL_CONTENT_COMMANDS
+from recovery.mock.acp_tool_content import tool_content_play
 
 RECORD_ENV = "KANDEV_MOCK_ACP_RECORD"
 _FAILING = frozenset(
@@ -175,6 +177,14 @@ class MockAcpAgent:
             await self._tool(session_id, cast(ToolKind, command.arg or "read"), path)
         if name == "read-file":
             return await self._read_file(session_id, command.rest)
+        if name in TOOL_CONTENT_COMMANDS:
+            return await tool_content_play(
+                self._conn,
+                session_id=session_id,
+                command=command,
+                cwd=self._cwd.get(session_id, "."),
+                cancelled=self._cancelled[session_id],
+            )
         delay_s = int(command.arg or 200) / 1000 if name == "slow" else 0.0
         return await self._plain(session_id, command.rest or "hello", delay_s=delay_s)
 

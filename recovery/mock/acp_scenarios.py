@@ -23,6 +23,11 @@ Commands (the rest of the prompt is the question):
   /read-file NAME      a read tool call that really reads NAME in the working directory (bytes
                        as UTF-8, undecodable ones as lone surrogates, NUL as is) and shows its
                        content as the tool's output, then a thought and an answer quoting it
+  /tool-diff PATH       an edit tool call with a diff of PATH (to PATH.new's text, if that exists),
+                       in_progress then completed; no permission asked, nothing written
+  /tool-terminal[:ms] [FILE]  an execute tool call with ANSI-coloured output (and FILE's text),
+                       running for ms, then completed
+  /tool-fail           an execute tool call that fails (recovery/mock/acp_tool_content.py)
   /recall              "You said before: ..." with the earlier user prompts it was shown (the
                        leading context block), and the last earlier answer it was shown
   anything else        a thought and a streamed plain answer

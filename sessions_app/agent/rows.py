@@ -14,6 +14,7 @@ A direct model never sends one: its retry unit is a whole call, retried only whe
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from recovery.providers.acp.agent_events import (
     AgentPermission,
@@ -22,11 +23,15 @@ from recovery.providers.acp.agent_events import (
     AgentToolCall,
     AgentToolCallUpdate,
     ResponseAttemptBoundary,
+    ToolBlock,
+    ToolLocation,
 )
 from recovery.redact import redact_credentials
 from recovery.stream_events import TextDelta, ThinkingDelta, ToolCall
 from sessions_app.agent.coalescer import StreamWriter
 from sessions_app.agent.reports import Report, ToolRan
+from sessions_app.agent.tool_rows import content_stored, locations_stored
+from sessions_app.agent.tools import tool_display
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.services import message_create, message_finish, message_retract, message_update
 
@@ -128,15 +133,29 @@ class TurnRows:
         ).exists():
             return
         arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+        kind, title = tool_display(name=call.name)
         message_create(
             session=self.session,
             generation=self.generation,
             role=Message.Role.TOOL_CALL,
             text=redact_credentials(f"{call.name} {arguments}"),
-            metadata={"tool_call_id": call.id, "name": call.name, "arguments": call.arguments},
+            metadata={
+                "tool_call_id": call.id,
+                "name": call.name,
+                "arguments": call.arguments,
+                "kind": kind,
+                "title": title,
+                "status": "in_progress",
+            },
         )
 
     def _model_tool_result(self, ran: ToolRan) -> None:
+        call_row = Message.objects.filter(
+            session=self.session, role=Message.Role.TOOL_CALL, metadata__tool_call_id=ran.call.id
+        ).first()
+        if call_row is not None:  # its status pill turns to done or failed for every viewer
+            status = "failed" if ran.is_error else "completed"
+            message_update(message=call_row, metadata={**call_row.metadata, "status": status})
         message_create(
             session=self.session,
             generation=self.generation,
@@ -157,10 +176,20 @@ class TurnRows:
         row = self.tools.get(event.id)
         if row is None:
             self._agent_tool_row(
-                tool_id=event.id, title=event.title, kind=event.kind, status=event.status
+                tool_id=event.id,
+                title=event.title,
+                kind=event.kind,
+                status=event.status,
+                shown=_tool_shown(blocks=event.blocks, locations=event.locations),
             )
             return
-        metadata = {**row.metadata, "kind": event.kind, "status": event.status}
+        # A repeated tool_call carries the whole call again: its content and files replace.
+        metadata = {
+            **row.metadata,
+            "kind": event.kind,
+            "status": event.status,
+            **_tool_shown(blocks=event.blocks, locations=event.locations),
+        }
         message_update(
             message=row,
             text=event.title or row.text,
@@ -173,10 +202,18 @@ class TurnRows:
         row = self.tools.get(event.id) or self._agent_tool_row(tool_id=event.id)
         status = event.status or row.metadata.get("status", "pending")
         metadata = {**row.metadata, "status": status}
-        text = row.metadata.get("title") or row.text
+        if event.title:
+            metadata["title"] = event.title
+        if event.kind:
+            metadata["kind"] = metadata["name"] = event.kind
+        # ACP: content and locations an update names replace the call's; absent ones stay.
+        metadata.update(_tool_shown(blocks=event.blocks, locations=event.locations))
+        text = metadata.get("title") or row.text
         if event.content:
             metadata["output"] = event.content
             text = f"{text}\n{event.content}"
+        elif event.blocks is None and row.metadata.get("output"):
+            text = f"{text}\n{row.metadata['output']}"
         message_update(
             message=row,
             text=text,
@@ -191,7 +228,13 @@ class TurnRows:
         message_update(message=row, metadata={**row.metadata, "permission": decision})
 
     def _agent_tool_row(
-        self, *, tool_id: str, title: str = "", kind: str = "other", status: str = "pending"
+        self,
+        *,
+        tool_id: str,
+        title: str = "",
+        kind: str = "other",
+        status: str = "pending",
+        shown: dict[str, Any] | None = None,
     ) -> Message:
         title = title or f"Tool call {tool_id}"
         row = message_create(
@@ -207,7 +250,20 @@ class TurnRows:
                 "kind": kind,
                 "status": status,
                 "source": "acp",
+                **(shown or {}),
             },
         )
         self.tools[tool_id] = row
         return row
+
+
+def _tool_shown(
+    *, blocks: tuple[ToolBlock, ...] | None, locations: tuple[ToolLocation, ...] | None
+) -> dict[str, Any]:
+    """The metadata keys a tool event replaces: its content, its files (None: left as they were)."""
+    shown: dict[str, Any] = {}
+    if blocks is not None:
+        shown["content"] = content_stored(blocks)
+    if locations is not None:
+        shown["locations"] = locations_stored(locations)
+    return shown

@@ -40,6 +40,8 @@ class Tool:
     spec: ToolSpec
     run: Callable[[ToolContext, Mapping[str, Any]], ToolOutput]
     side_effecting: bool
+    kind: str  # the ACP tool kind it is shown as (read, edit, ...), like an agent's tools
+    title: str  # what the page says it does
 
 
 def _read_clock(context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutput:
@@ -74,6 +76,8 @@ REGISTRY: dict[str, Tool] = {
             ),
             run=_read_clock,
             side_effecting=False,
+            kind="read",
+            title="Read the clock",
         ),
         Tool(
             spec=ToolSpec(
@@ -87,6 +91,8 @@ REGISTRY: dict[str, Tool] = {
             ),
             run=_append_note,
             side_effecting=True,
+            kind="edit",
+            title="Save a note",
         ),
     )
 }
@@ -94,6 +100,12 @@ REGISTRY: dict[str, Tool] = {
 
 def tool_specs() -> tuple[ToolSpec, ...]:
     return tuple(tool.spec for tool in REGISTRY.values())
+
+
+def tool_display(*, name: str) -> tuple[str, str]:
+    """The kind and title a call of ``name`` is shown with (an unknown tool: other, its name)."""
+    tool = REGISTRY.get(name)
+    return (tool.kind, tool.title) if tool else ("other", name)
 
 
 def tool_run(*, name: str, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutput:

@@ -96,6 +96,7 @@
     var fragment = evt.detail.fragment, target = evt.detail.target;
     if (!fragment) return;
     // An element for beforeend / innerHTML swaps, a DocumentFragment holding it for outerHTML.
+    rememberOpenBlocks(target);
     var created = fragment.getAttribute && fragment.getAttribute("data-created");
     if (created && document.getElementById(created)) { evt.detail.shouldSwap = false; return; }
     var offset = fragment.getAttribute ? fragment.getAttribute("data-offset") : null;
@@ -122,7 +123,9 @@
       if (!node.isConnected) return;
       renderTimesIn(node);
       watchCountdownsIn(node);
+      openToolBlocksIn(node);
     });
+    openBlocks = new Set();
     if (rowsMoved) { rowsMoved = false; markLatest(); }
     tickCountdowns();
   }
@@ -428,6 +431,21 @@
     tickTimer = next === null ? null : setTimeout(tickCountdowns, next + 5);
   }
   live.countdownText = countdownText;
+  // Tool blocks (templatetags/tools.py): a short one opens on a wide screen, a phone keeps every
+  // block closed; a block the reader opened stays open when a live update replaces its tool call.
+  var WIDE = window.matchMedia("(min-width: 50rem)");
+  var openBlocks = new Set();
+  function rememberOpenBlocks(target) {
+    if (!target || !target.querySelectorAll) return;
+    target.querySelectorAll("details.tool-block[open]").forEach(function (el) { openBlocks.add(el.id); });
+  }
+  function openToolBlocksIn(root) {
+    var blocks = root.matches && root.matches("details.tool-block") ? [root] : root.querySelectorAll("details.tool-block");
+    Array.prototype.forEach.call(blocks, function (el) {
+      if (openBlocks.has(el.id) || (WIDE.matches && el.hasAttribute("data-open-wide"))) el.open = true;
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { openToolBlocksIn(document.documentElement); });
   document.addEventListener("htmx:wsAfterMessage", afterFrame);
   watchCountdownsIn(document.documentElement);
   tickCountdowns();

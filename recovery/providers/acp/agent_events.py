@@ -39,18 +39,65 @@ class AgentThought:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolText:
+    """A text block of a tool call's content (ACP ``{"type": "content"}`` with a text block)."""
+
+    text: str
+    omitted_bytes: int = 0  # what the agent sent beyond the bound, not kept
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDiff:
+    """A proposed or made change to one file (ACP ``{"type": "diff"}``); ``old_text`` None is a
+    new file."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+    omitted_bytes: int = 0  # a side over the bound is dropped whole (a cut one would lie)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolTerminal:
+    """A terminal the agent ran the tool in (ACP ``{"type": "terminal"}``): only its id travels
+    in the update, its output is the client's to ask for."""
+
+    terminal_id: str
+
+
+ToolBlock = ToolText | ToolDiff | ToolTerminal
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLocation:
+    """A file the tool call touches (ACP ``ToolCallLocation``)."""
+
+    path: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AgentToolCall:
     id: str
     title: str
     kind: str  # ACP ToolKind: read | edit | delete | move | search | execute | think | fetch | ...
     status: str  # pending | in_progress | completed | failed
+    blocks: tuple[ToolBlock, ...] = ()
+    locations: tuple[ToolLocation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class AgentToolCallUpdate:
+    """Fields the update names replace the call's (ACP: content and locations are replaced
+    whole, not appended); None means the update left that field as it was."""
+
     id: str
     status: str | None
     content: str  # the text parts of the update's content, joined; "" when it carried none
+    title: str | None = None
+    kind: str | None = None
+    blocks: tuple[ToolBlock, ...] | None = None
+    locations: tuple[ToolLocation, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

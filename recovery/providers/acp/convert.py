@@ -6,7 +6,7 @@ members they do not know, and the Codex retry evidence lives in exactly such a m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from recovery.classify import classify
@@ -21,6 +21,7 @@ from recovery.providers.acp.agent_events import (
 )
 from recovery.providers.acp.metadata import allowed_identity
 from recovery.providers.acp.shaping import is_held_cursor_frame
+from recovery.providers.acp.tool_content import block_texts, tool_blocks, tool_locations
 from recovery.redact import redact_credentials, redact_diagnostic
 from recovery.taxonomy import Classification, Code, Confidence, Evidence, Source
 
@@ -144,6 +145,8 @@ def _tool_call(update: Mapping[str, Any]) -> tuple[AgentEvent, ...]:
             title=redact_credentials(_string(update.get("title"))),
             kind=_string(update.get("kind")) or "other",
             status=_string(update.get("status")) or "pending",
+            blocks=tool_blocks(update.get("content")) or (),
+            locations=tool_locations(update.get("locations")) or (),
         ),
     )
 
@@ -152,25 +155,23 @@ def _tool_call_update(update: Mapping[str, Any]) -> tuple[AgentEvent, ...]:
     tool_id = update.get("toolCallId")
     if not isinstance(tool_id, str) or not tool_id:
         return ()
-    status = update.get("status")
+    blocks = tool_blocks(update.get("content"))
+    title, kind = update.get("title"), update.get("kind")
     return (
         AgentToolCallUpdate(
             id=tool_id,
-            status=status if isinstance(status, str) else None,
-            content=redact_credentials("\n".join(_content_texts(update.get("content")))),
+            status=_optional(update.get("status")),
+            content="\n".join(block_texts(blocks)),
+            title=None if title is None else redact_credentials(_string(title)),
+            kind=_optional(kind),
+            blocks=blocks,
+            locations=tool_locations(update.get("locations")),
         ),
     )
 
 
-def _content_texts(content: Any) -> Iterable[str]:
-    if not isinstance(content, list):
-        return
-    for item in content:
-        inner = item.get("content") if isinstance(item, Mapping) else None
-        if isinstance(inner, Mapping) and inner.get("type") == "text":
-            text = inner.get("text")
-            if isinstance(text, str) and text:
-                yield text
+def _optional(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _string(value: Any) -> str:

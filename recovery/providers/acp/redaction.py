@@ -5,20 +5,29 @@ in 4-character chunks is removed like a key sent whole. A chunk's event carries 
 released so far (possibly none, then no event); what is held is released, as its own event,
 before any other event (another channel, a tool call, a response-attempt boundary) and at the
 end of the prompt (``flush``), so the order of output never changes. Diagnostic chunks, Cursor
-frames and tool titles and contents are whole units and are redacted as such.
+frames and tool titles and contents are whole units and are redacted as such: the catalogue's
+formats when they were converted, the session's own key values here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from recovery.providers.acp.agent_events import AgentEvent, AgentText, AgentThought
+from recovery.providers.acp.agent_events import (
+    AgentEvent,
+    AgentText,
+    AgentThought,
+    AgentToolCall,
+    AgentToolCallUpdate,
+)
+from recovery.providers.acp.tool_content import tool_event_redacted
 from recovery.redact import StreamRedactor
 
 
 class OutputRedactor:
     def __init__(self, *, known_values: Iterable[str] = ()) -> None:
         values = tuple(known_values)
+        self._known = values
         self._channels: dict[type, StreamRedactor] = {
             AgentText: StreamRedactor(known_values=values),
             AgentThought: StreamRedactor(known_values=values),
@@ -35,6 +44,8 @@ class OutputRedactor:
                     out.append(type(event)(text=released))
                 continue
             out.extend(self.flush())
+            if isinstance(event, AgentToolCall | AgentToolCallUpdate):
+                event = tool_event_redacted(event, known_values=self._known)
             out.append(event)
         return out
 

@@ -90,6 +90,9 @@ def test_a_tool_call_is_one_row_revised_in_place_with_the_permission_decision(ch
         "output": "Permission was refused.",
         "permission": {"granted": False, "option_kind": "reject_once"},
         "source": "acp",
+        # What the agent said the call touched and showed, kept for the tool card.
+        "locations": [{"path": "/workspace/notes.md", "line": None}],
+        "content": [{"type": "text", "text": "Permission was refused.", "omitted_bytes": 0}],
     }
     revisions = SessionEvent.objects.filter(
         session=chat, type="message.updated", payload__message__id=tool.pk
