@@ -133,7 +133,10 @@ def _sgr(style: _Style, params: str) -> _Style:
                 colour = codes[index + 1]
                 index += 2
                 if colour < 16:
-                    style = replace(style, **{"fg" if code == 38 else "bg": colour})
+                    if code == 38:
+                        style = replace(style, fg=colour)
+                    else:
+                        style = replace(style, bg=colour)
             elif mode == 2:
                 index += 4
             continue

@@ -12,6 +12,7 @@ urlpatterns = [
     path("", views.board, name="board"),
     path("sessions/new/", views.session_new, name="session_new"),
     path("tasks/<int:task_id>/", views.task_detail, name="task_detail"),
+    path("tasks/<int:task_id>/task.patch", views.task_patch, name="task_patch"),
     path("tasks/<int:task_id>/rename/", views.task_rename_view, name="task_rename"),
     path("tasks/<int:task_id>/archive/", views.task_archive_view, name="task_archive"),
     path("tasks/<int:task_id>/unarchive/", views.task_unarchive_view, name="task_unarchive"),

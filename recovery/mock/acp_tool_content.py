@@ -70,7 +70,12 @@ async def _diff(conn: Any, session_id: str, cwd: str, name: str) -> None:
     await conn.session_update(
         session_id=session_id,
         update=start_tool_call(
-            tool_id, f"Edit {name}", kind="edit", status="in_progress", locations=where, content=diff
+            tool_id,
+            f"Edit {name}",
+            kind="edit",
+            status="in_progress",
+            locations=where,
+            content=diff,
         ),
     )
     await conn.session_update(

@@ -37,7 +37,9 @@ def content_stored(blocks: Iterable[ToolBlock]) -> list[dict[str, Any]]:
         if isinstance(block, ToolText):
             text, cut = _within(block.text, room)
             room -= _size(text)
-            stored.append({"type": "text", "text": text, "omitted_bytes": block.omitted_bytes + cut})
+            stored.append(
+                {"type": "text", "text": text, "omitted_bytes": block.omitted_bytes + cut}
+            )
         elif isinstance(block, ToolDiff):
             entry = _diff_stored(block, room)
             room -= _size(entry["patch"])

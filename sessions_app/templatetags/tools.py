@@ -104,7 +104,9 @@ def tool_block(block: dict[str, Any], *, kind: str, row_id: int, index: int) -> 
     else:
         body = format_html('<pre class="tool-text" tabindex="0">{}</pre>', ansi_strip(text))
         label = "Output"
-    summary = format_html("{} <span class=\"tool-lines\">({} {})</span>", label, lines, _plural(lines))
+    summary = format_html(
+        '{} <span class="tool-lines">({} {})</span>', label, lines, _plural(lines)
+    )
     return _details("text", block_id=block_id, lines=lines, summary=summary, body=body + omitted)
 
 

@@ -115,5 +115,6 @@ def git_run(
     return done.stdout
 
 
-def git_text(place: GitPlace, args: Sequence[str], **kwargs) -> str:
-    return git_run(place, args, **kwargs).decode("utf-8", "surrogateescape").strip()
+def git_text(place: GitPlace, args: Sequence[str], *, timeout_s: float = _TIMEOUT_S) -> str:
+    """``git_run``'s output as text, stripped (names and ids, never file contents)."""
+    return git_run(place, args, timeout_s=timeout_s).decode("utf-8", "surrogateescape").strip()

@@ -36,3 +36,14 @@ def workspace_waiting(ahead: int) -> str:
 
 def files_not_shown(count: int) -> str:
     return f"{count} more file{'s' if count != 1 else ''} not shown"
+
+
+REVIEW_NOT_YET = "No worktree yet: the task's first turn creates it from the project's base."
+REVIEW_NO_CHANGES = "No changes: the worktree is exactly as the task's base commit."
+REVIEW_UNREADABLE = (
+    "The worktree cannot be read (its repository or folder is missing); an operator can restore it."
+)
+
+
+def review_removed(branch: str) -> str:
+    return f"The worktree was removed when the task was archived; its branch {branch} is kept."

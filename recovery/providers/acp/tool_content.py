@@ -99,7 +99,9 @@ def _redact_block(block: ToolBlock, clean: Callable[[str], str]) -> ToolBlock:
         return dataclasses.replace(block, text=clean(block.text))
     if isinstance(block, ToolDiff):
         old = None if block.old_text is None else clean(block.old_text)
-        return dataclasses.replace(block, path=clean(block.path), old_text=old, new_text=clean(block.new_text))
+        return dataclasses.replace(
+            block, path=clean(block.path), old_text=old, new_text=clean(block.new_text)
+        )
     return block
 
 
@@ -110,7 +112,9 @@ def _block(item: Mapping[str, Any]) -> ToolBlock | None:
         if isinstance(inner, Mapping) and inner.get("type") == "text":
             text = inner.get("text")
             if isinstance(text, str) and text:
-                kept, omitted = _bounded(redact_credentials(text[:RAW_LIMIT_CHARS]), TEXT_LIMIT_BYTES)
+                kept, omitted = _bounded(
+                    redact_credentials(text[:RAW_LIMIT_CHARS]), TEXT_LIMIT_BYTES
+                )
                 omitted += _utf8_len(text[RAW_LIMIT_CHARS:])
                 return ToolText(text=kept, omitted_bytes=omitted)
         return None
@@ -118,7 +122,9 @@ def _block(item: Mapping[str, Any]) -> ToolBlock | None:
         return _diff(item)
     if kind == "terminal":
         terminal_id = item.get("terminalId")
-        return ToolTerminal(terminal_id=_path(terminal_id)) if isinstance(terminal_id, str) else None
+        return (
+            ToolTerminal(terminal_id=_path(terminal_id)) if isinstance(terminal_id, str) else None
+        )
     return None
 
 

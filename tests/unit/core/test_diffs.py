@@ -7,7 +7,9 @@ from html.parser import HTMLParser
 
 from sessions_app.diffs import MAX_DIFF_LINES, FileStat, diff_html, diff_stats, unified_diff
 
-HOSTILE = '<script>alert(1)</script>\n"><img src=x onerror=alert(2)>\n<a href="javascript:x">l</a>\n'
+HOSTILE = (
+    '<script>alert(1)</script>\n"><img src=x onerror=alert(2)>\n<a href="javascript:x">l</a>\n'
+)
 
 
 class Elements(HTMLParser):
@@ -41,14 +43,18 @@ def test_a_new_file_comes_from_dev_null_and_a_deleted_one_goes_there():
     deleted = unified_diff(path="gone.txt", old="bye\n", new="")
 
     assert "new file mode 100644\n--- /dev/null\n+++ b/w/new.txt\n@@ -0,0 +1,2 @@\n" in created
-    assert "deleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n" in deleted
+    assert (
+        "deleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n" in deleted
+    )
     assert diff_stats(created) == [FileStat(path="w/new.txt", added=2, removed=0)]
     assert diff_stats(deleted) == [FileStat(path="gone.txt", added=0, removed=1)]
 
 
 def test_equal_texts_make_no_patch_and_a_missing_final_newline_is_marked():
     assert unified_diff(path="x", old="same\n", new="same\n") == ""
-    assert unified_diff(path="x", old="a\n", new="a\nb").endswith("+b\n\\ No newline at end of file\n")
+    assert unified_diff(path="x", old="a\n", new="a\nb").endswith(
+        "+b\n\\ No newline at end of file\n"
+    )
 
 
 def test_removed_lines_that_look_like_headers_are_counted_as_lines():
