@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "sessions_app",
     "sessions_app.ladder",
+    "sessions_app.effects",
     "axes",
 ]
 
@@ -270,6 +271,8 @@ KANDEV_METRICS_TOKEN = env_secret("KANDEV_METRICS_TOKEN", least_chars=24)
 KANDEV_ACP_WORKDIR = Path(
     env_str("KANDEV_ACP_WORKDIR", str(Path(tempfile.gettempdir()) / "kandev-acp"))
 )
+KANDEV_SNAPSHOT_MAX_MB = env_int("KANDEV_SNAPSHOT_MAX_MB", 200)  # larger: effects unknown
+KANDEV_SNAPSHOT_MAX_FILES = env_int("KANDEV_SNAPSHOT_MAX_FILES", 20_000)
 # One lock file per agent slot; every worker on the box must name the same directory.
 KANDEV_ACP_SLOT_DIR = Path(env_str("KANDEV_ACP_SLOT_DIR", str(KANDEV_ACP_WORKDIR / "slots")))
 # The only variables an ACP agent process inherits from the worker (besides its target's key):
