@@ -345,9 +345,14 @@ def recovered_line(code: str, *, retries: int) -> str:
 # ---- what a failed attempt did to its workspace (the failure card, Start fresh) ---------------
 
 
-def effects_line(*, count: int) -> str:
+def effects_line(*, count: int, paths: tuple[str, ...] = ()) -> str:
+    """The failure card's account of an attempt's effects; ``paths`` is already capped."""
     noun = "file" if count == 1 else "files"
-    return f"The agent changed {count} {noun} before the provider failed."
+    line = f"The agent changed {count} {noun} before the provider failed"
+    if not paths:
+        return line + "."
+    more = f" and {count - len(paths)} more" if count > len(paths) else ""
+    return f"{line}: {', '.join(paths)}{more}."
 
 
 EFFECTS_UNKNOWN_LINE = (
@@ -358,5 +363,6 @@ RESTORE_CONFIRM = (
     "Start fresh can put the workspace back exactly as it was when this turn started. "
     "These changes will be undone:"
 )
+RESUME_KEEPS = "Resume keeps these changes; Start fresh offers to undo them."
 RESTORE_DONE = "The workspace was put back as it was when the turn started."
 RESTORE_KEPT = "The agent's changes were kept."

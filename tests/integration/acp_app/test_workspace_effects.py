@@ -32,6 +32,10 @@ def test_it_does_not_retry_automatically_when_the_agent_changed_its_workspace(
 
     assert generation.state == State.FAILED
     assert "already changed files" in generation.error_message
+    # The card names what changed, and says Resume keeps it.
+    assert generation.error_message.startswith(
+        "The agent changed 1 file before the provider failed: notes.md. Resume keeps these"
+    )
     assert len(prompts_received(agent_state)) == 1  # never sent again
     assert (
         workspace / "notes.md"
