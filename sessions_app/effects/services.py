@@ -91,3 +91,38 @@ def workspace_restore(*, snapshot: WorkspaceSnapshot, workspace: Path) -> None:
         tree=snapshot.tree_oid,
         limits=snapshot_limits(),
     )
+
+
+def session_workspace_path(*, session_id: int) -> Path:
+    """The session's agent workspace on this machine (``agent.targets`` makes the same one)."""
+    return Path(settings.KANDEV_ACP_WORKDIR) / f"session-{session_id}"
+
+
+def turn_start_snapshot(*, session_id: int) -> WorkspaceSnapshot | None:
+    """The snapshot of the last turn's first attempt: the workspace as that turn found it."""
+    last = WorkspaceSnapshot.objects.filter(session_id=session_id).order_by("-generation_id")
+    latest = last.values_list("generation_id", flat=True).first()
+    if latest is None:
+        return None
+    return WorkspaceSnapshot.objects.filter(generation_id=latest).order_by("attempt").first()
+
+
+def fresh_restore_plan(*, session_id: int) -> RestorePlan | None:
+    """Start fresh's confirmation step: what putting the workspace back would undo (None when
+    the turn's start is unknown, so there is nothing to offer)."""
+    snapshot = turn_start_snapshot(session_id=session_id)
+    if snapshot is None or not snapshot.tree_oid:
+        return None
+    return workspace_restore_plan(
+        snapshot=snapshot, workspace=session_workspace_path(session_id=session_id)
+    )
+
+
+def fresh_restore(*, session_id: int) -> bool:
+    """Start fresh, confirmed: the workspace exactly as the last turn found it. False when there
+    is no snapshot to restore from (the files are then kept)."""
+    snapshot = turn_start_snapshot(session_id=session_id)
+    if snapshot is None or not snapshot.tree_oid:
+        return False
+    workspace_restore(snapshot=snapshot, workspace=session_workspace_path(session_id=session_id))
+    return True

@@ -10,6 +10,7 @@ from recovery.mock.acp_scenarios import WRITTEN_LINE
 from sessions_app.effects.models import WorkspaceSnapshot
 from sessions_app.effects.services import workspace_restore, workspace_restore_plan
 from sessions_app.models import PromptGeneration
+from sessions_app.services.prompts import session_recover
 from tests.integration.acp_app.conftest import prompts_received, run_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -85,3 +86,19 @@ def test_start_fresh_restore_puts_the_workspace_back_and_deletes_the_new_file(
 
     assert sorted(p.name for p in workspace.iterdir()) == ["keep.txt"]
     assert (workspace / "keep.txt").read_bytes() == b"\x89PNG\r\n"
+
+
+@pytest.mark.parametrize("restore", [True, False])
+def test_start_fresh_restores_the_workspace_only_when_confirmed(
+    chat, owner, clock, agent_state, settings, restore
+):
+    workspace = _workspace(settings, chat)
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "notes.md").write_bytes(b"original\n")
+    run_prompt(chat, owner, "/write-then-fail:1 added.md go", clock)
+    assert (workspace / "added.md").exists()
+
+    session_recover(session=chat, user=owner, action="fresh", restore=restore)
+
+    assert (workspace / "added.md").exists() is not restore
+    assert (workspace / "notes.md").read_bytes() == b"original\n"
