@@ -29,7 +29,6 @@ from sessions_app.errors import (
 )
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import user_may_view
-from sessions_app.workspaces.git import GitFailed
 from sessions_app.services.caps import prompt_rate_precheck, turn_start_check
 from sessions_app.services.lifecycle.generation import (
     generation_create,
@@ -43,6 +42,7 @@ from sessions_app.services.lifecycle.queued import user_lock
 from sessions_app.services.lifecycle.retry_wait import session_loops_end
 from sessions_app.services.messages import message_create, message_update
 from sessions_app.text_rules import text_problem
+from sessions_app.workspaces.git import GitFailed
 
 State = PromptGeneration.State
 Mode = PromptGeneration.Mode
