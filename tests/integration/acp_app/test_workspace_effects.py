@@ -8,7 +8,11 @@ import pytest
 
 from recovery.mock.acp_scenarios import WRITTEN_LINE
 from sessions_app.effects.models import WorkspaceSnapshot
-from sessions_app.effects.services import workspace_restore, workspace_restore_plan
+from sessions_app.effects.services import (
+    fresh_restore_plan,
+    workspace_restore,
+    workspace_restore_plan,
+)
 from sessions_app.models import PromptGeneration
 from sessions_app.services.prompts import session_recover
 from tests.integration.acp_app.conftest import prompts_received, run_prompt
@@ -97,6 +101,9 @@ def test_start_fresh_restores_the_workspace_only_when_confirmed(
     (workspace / "notes.md").write_bytes(b"original\n")
     run_prompt(chat, owner, "/write-then-fail:1 added.md go", clock)
     assert (workspace / "added.md").exists()
+    # The confirmation step lists what the restore would undo.
+    plan = fresh_restore_plan(session_id=chat.pk)
+    assert (plan.remove, plan.restore, plan.revert) == (("added.md",), (), ())
 
     session_recover(session=chat, user=owner, action="fresh", restore=restore)
 
