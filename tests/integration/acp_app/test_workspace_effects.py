@@ -5,6 +5,7 @@ sent again automatically. Start fresh's restore puts the workspace back byte for
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from recovery.mock.acp_scenarios import WRITTEN_LINE
 from sessions_app.effects.models import WorkspaceSnapshot
@@ -109,3 +110,17 @@ def test_start_fresh_restores_the_workspace_only_when_confirmed(
 
     assert (workspace / "added.md").exists() is not restore
     assert (workspace / "notes.md").read_bytes() == b"original\n"
+
+
+def test_the_recovery_cards_start_fresh_restores_only_with_restore_confirmed(
+    chat, owner, clock, agent_state, settings
+):
+    workspace = _workspace(settings, chat)
+    run_prompt(chat, owner, "/write-then-fail:1 added.md go", clock)
+    client = Client()
+    client.force_login(owner)
+
+    response = client.post(f"/sessions/{chat.pk}/recover/", {"action": "fresh", "restore": "1"})
+
+    assert response.status_code in {200, 302}
+    assert not (workspace / "added.md").exists()
