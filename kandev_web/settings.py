@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "sessions_app.ladder",
     "sessions_app.workspaces",
+    "sessions_app.effects",
     "axes",
 ]
 
@@ -268,10 +269,10 @@ KANDEV_REDIS_PREFIX = env_matching(
 # staff sessions. A short token is refused at start-up: it would be guessable.
 KANDEV_METRICS_TOKEN = env_secret("KANDEV_METRICS_TOKEN", least_chars=24)
 
-# ACP agents: each session gets its own working directory under this root.
-KANDEV_ACP_WORKDIR = Path(
-    env_str("KANDEV_ACP_WORKDIR", str(Path(tempfile.gettempdir()) / "kandev-acp"))
-)
+# ACP agents' folders (each session's, the tasks' worktrees, the snapshots) live under this root.
+KANDEV_ACP_WORKDIR = Path(env_str("KANDEV_ACP_WORKDIR", f"{tempfile.gettempdir()}/kandev-acp"))
+KANDEV_SNAPSHOT_MAX_MB = env_int("KANDEV_SNAPSHOT_MAX_MB", 200)  # larger: effects unknown
+KANDEV_SNAPSHOT_MAX_FILES = env_int("KANDEV_SNAPSHOT_MAX_FILES", 20_000)
 # One lock file per agent slot; every worker on the box must name the same directory.
 KANDEV_ACP_SLOT_DIR = Path(env_str("KANDEV_ACP_SLOT_DIR", str(KANDEV_ACP_WORKDIR / "slots")))
 KANDEV_PROJECT_ROOTS = env_paths("KANDEV_PROJECT_ROOTS")  # where projects may live; none: none

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from recovery.budget import Budget
 from recovery.classify import classify
 from recovery.clock import Clock
+from recovery.effects import WorkspaceEffects
 from recovery.policy import Decision, decide, manual_decision
 from recovery.replay import ReplayDisposition, ReplayFacts, replay_disposition, replay_exposure
 from recovery.taxonomy import Classification, Evidence
@@ -77,14 +78,19 @@ def judge(
     rng: random.Random,
     stats: CallStats | None = None,
     replay: ReplayFacts | None = None,
+    effects: WorkspaceEffects | None = None,
 ) -> Judgement:
     """Classify ``evidence``, decide with ``budget``, and build the call's attempt record.
 
     ``attempt`` is the 1-based number of the failed call within the turn (for the record).
     ``replay``: what a failed whole-prompt attempt showed (ACP); a refused replay is manual.
+    ``effects``: what the attempt did to its workspace (the app's snapshots); a changed or
+    unknown workspace refuses the replay like a tool call does.
     The failed call's deadline runs from its first failure, which may be this one.
     """
     budget = budget.record_failure(clock=clock)
+    if replay is not None and effects is not None:
+        replay = replace(replay, effects=effects)
     disposition = None
     if replay is None:
         classification = classify(evidence)

@@ -16,6 +16,7 @@ import enum
 import re
 from dataclasses import dataclass
 
+from recovery.effects import WorkspaceEffects
 from recovery.taxonomy import Classification, Code, Confidence, Exposure, Klass
 
 _WHITESPACE_RUN = re.compile(r"\s+")
@@ -36,6 +37,8 @@ class ReplayReason(enum.StrEnum):
     OUTPUT_SEEN = "output_seen"
     DIAGNOSTIC_MISMATCH = "diagnostic_mismatch"
     DIAGNOSTIC_TEXT_NOT_CONTAINED = "diagnostic_text_not_contained"
+    WORKSPACE_CHANGED = "workspace_changed"
+    EFFECTS_UNKNOWN = "effects_unknown"
 
 
 _ALLOWING = frozenset({ReplayReason.PRE_RESULT_SAFE, ReplayReason.DIAGNOSTIC_MATCHED})
@@ -71,6 +74,9 @@ class ReplayFacts:
     diagnostic: RecordedDiagnostic | None  # the first since the last unmarked output
     message: str  # the terminal error's message, diagnostic tier
     signature_in_data: bool = False  # the catalogue knew a transient failure in JSON-RPC data
+    # What the attempt did to its workspace (the app's snapshots); None when the caller keeps no
+    # workspace (a library user), and then only the stream's facts decide.
+    effects: WorkspaceEffects | None = None
 
 
 def replay_disposition(*, facts: ReplayFacts, classification: Classification) -> ReplayDisposition:
@@ -88,7 +94,7 @@ def replay_exposure(
     """
     if disposition.retry_allowed:
         return Exposure.NONE
-    if facts.tool_activity:
+    if facts.tool_activity or (facts.effects is not None and not facts.effects.clean):
         return Exposure.TOOL_CALL
     if facts.output_seen or facts.diagnostic is not None or classification.is_transient:
         return Exposure.CONTENT
@@ -104,6 +110,10 @@ def _reason(facts: ReplayFacts, found: Classification) -> ReplayReason:
         return ReplayReason.TERMINAL_NOT_TRANSIENT
     if facts.tool_activity:
         return ReplayReason.TOOL_ACTIVITY
+    if facts.effects is not None and not facts.effects.clean:
+        if not facts.effects.known:
+            return ReplayReason.EFFECTS_UNKNOWN
+        return ReplayReason.WORKSPACE_CHANGED
     if facts.output_seen:
         return ReplayReason.OUTPUT_SEEN
     diagnostic = facts.diagnostic

@@ -172,6 +172,10 @@ REPLAY_REFUSED_BECAUSE: dict[ReplayReason, str] = {
     "failed, so the prompt was not sent again automatically.",
     ReplayReason.NOT_CURRENT: "The failure could not be tied to this prompt, so nothing was "
     "retried automatically.",
+    ReplayReason.WORKSPACE_CHANGED: "The agent had already changed files in its workspace, so "
+    "the prompt was not sent again automatically.",
+    ReplayReason.EFFECTS_UNKNOWN: "What the agent did to its workspace could not be checked, so "
+    "the prompt was not sent again automatically.",
 }
 NOT_TRANSIENT_BECAUSE = (
     "This failure is not known to be temporary, so nothing was retried automatically."
@@ -336,3 +340,29 @@ def recovered_line(code: str, *, retries: int) -> str:
     except ValueError:
         return f"Recovered after {retries} {noun}."
     return f"Recovered after {retries} {noun} ({reason})."
+
+
+# ---- what a failed attempt did to its workspace (the failure card, Start fresh) ---------------
+
+
+def effects_line(*, count: int, paths: tuple[str, ...] = ()) -> str:
+    """The failure card's account of an attempt's effects; ``paths`` is already capped."""
+    noun = "file" if count == 1 else "files"
+    line = f"The agent changed {count} {noun} before the provider failed"
+    if not paths:
+        return line + "."
+    more = f" and {count - len(paths)} more" if count > len(paths) else ""
+    return f"{line}: {', '.join(paths)}{more}."
+
+
+EFFECTS_UNKNOWN_LINE = (
+    "What the agent changed before the provider failed could not be checked; review the "
+    "workspace before you continue."
+)
+RESTORE_CONFIRM = (
+    "Start fresh can put the workspace back exactly as it was when this turn started. "
+    "These changes will be undone:"
+)
+RESUME_KEEPS = "Resume keeps these changes; Start fresh offers to undo them."
+RESTORE_DONE = "The workspace was put back as it was when the turn started."
+RESTORE_KEPT = "The agent's changes were kept."

@@ -220,7 +220,12 @@ def session_stop_view(request: SignedInRequest, session: Session) -> None:
 @session_action(invalid="Cannot recover: {}.", busy="The agent is already working on this session.")
 def session_recover_view(request: SignedInRequest, session: Session) -> None:
     """The recovery card's Resume and Start fresh (``action`` = resume | fresh)."""
-    session_recover(session=session, user=request.user, action=request.POST.get("action", ""))
+    session_recover(
+        session=session,
+        user=request.user,
+        action=request.POST.get("action", ""),
+        restore=request.POST.get("restore") == "1",
+    )
 
 
 @require_POST

@@ -61,6 +61,7 @@ _FAILING = frozenset(
         "diag-prose",
         "tool-then-fail",
         "output-then-fail",
+        "write-then-fail",
     }
 )
 
@@ -153,6 +154,8 @@ class MockAcpAgent:
             await self._tool(session_id, "read")
         elif name == "output-then-fail":
             await self._say(session_id, "Here is the first part of the answer.")
+        elif name == "write-then-fail":
+            self._write(session_id, (command.rest.split() or ["notes.md"])[0])
         raise RequestError(-32603, texts.CLAUDE_529, texts.SERVER_ERROR_KIND)
 
     async def _answer(self, session_id: str, command: Command) -> PromptResponse:
@@ -276,6 +279,13 @@ class MockAcpAgent:
         await self._think(session_id, f"The file holds: {content}")
         await self._say(session_id, f"The file says: {content}")
         return PromptResponse(stop_reason="end_turn")
+
+    def _write(self, session_id: str, name: str) -> None:
+        """Really change the working directory, silently: only a snapshot can tell."""
+        path = os.path.join(self._cwd.get(session_id, "."), name)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(texts.WRITTEN_LINE)
 
     async def _say(self, session_id: str, text: str) -> None:
         await self._conn.session_update(

@@ -13,6 +13,8 @@ Commands (the rest of the prompt is the question):
   /diag-prose[:N]      a chunk that classifies as 529 but is not in the error, then the 529 error
   /tool-then-fail[:N]  a read tool call (with a permission request), then the 529 error
   /output-then-fail[:N] ordinary text, then the 529 error
+  /write-then-fail[:N] PATH  appends a line to PATH in its working directory (notes.md by
+                       default), says nothing, then the 529 error
   /response-retry      abandoned thought and text, the retry marker (twice), replacement text
   /slow[:ms]           the default answer, one chunk every ms (200 by default); honours cancel
   /hang                says nothing and ignores session/cancel
@@ -62,6 +64,7 @@ CLAUDE_529_PROSE = "API Error: 529 Overloaded. I will wait a little and then try
 CODEX_CAPACITY = "Selected model is at capacity. Please try a different model."
 PEER_DISCONNECTED = "peer disconnected before response"
 SERVER_ERROR_KIND = {"errorKind": "server_error"}
+WRITTEN_LINE = "written by the mock agent\n"
 
 CURSOR_FRAMES: dict[str, str] = {
     # transient shapes

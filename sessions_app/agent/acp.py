@@ -19,13 +19,19 @@ have done something we can't undo.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
+from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
 
 from recovery import wording
 from recovery.cancel import CancelToken
+from recovery.effects import granted_is_effect
 from recovery.providers.acp import (
     AcpPromptSpec,
+    AgentPermission,
+    AgentToolCall,
     Correlation,
     ModelSettled,
     PromptCompleted,
@@ -38,6 +44,8 @@ from sessions_app.agent.reports import CallSucceeded, HandedBack, Judged, Report
 from sessions_app.agent.targets import TargetUnusable, acp_config_for
 from sessions_app.agent.transcript import context_rows
 from sessions_app.db_connections import released_between
+from sessions_app.effects.models import WorkspaceSnapshot
+from sessions_app.effects.services import workspace_effects_measure, workspace_snapshot_record
 from sessions_app.models import Message, PromptGeneration, ProviderTarget, Session
 
 # Leave the agent enough room to stop cleanly before Celery's own soft limit would interrupt us.
@@ -56,6 +64,8 @@ class AcpDriver:
     ) -> None:
         self.target = target
         self.session = session
+        self.generation = generation
+        self.attempt = attempt
         self.cancel = cancel
         self.correlation = Correlation(
             session_id=str(session.pk),
@@ -63,6 +73,10 @@ class AcpDriver:
             generation=generation.number,
         )
         self.model_id: str | None = None
+        self.workspace: Path | None = None
+        self.snapshot: WorkspaceSnapshot | None = None
+        self.tool_kinds: dict[str, str | None] = {}
+        self.non_read_granted = False
 
     def reports(self) -> Reports:
         try:
@@ -80,6 +94,7 @@ class AcpDriver:
                     break
                 if isinstance(item, ModelSettled):
                     self.model_id = item.model_id
+                self._note_tool(item)
                 yield item
         if outcome is None:
             raise RuntimeError("the ACP prompt ended without an outcome")
@@ -93,16 +108,37 @@ class AcpDriver:
             return TurnResult.SUCCEEDED
         return self._judged(outcome)
 
+    def _note_tool(self, item: object) -> None:
+        if isinstance(item, AgentToolCall):
+            self.tool_kinds[item.id] = item.kind
+        elif isinstance(item, AgentPermission):
+            kind = self.tool_kinds.get(item.tool_call_id)  # unknown kind: an effect
+            if granted_is_effect(granted=item.granted, tool_kind=kind):
+                self.non_read_granted = True
+
     def _judged(self, failure: PromptFailure) -> Judged:
+        # Effects are evidence: what the attempt did to its workspace since it started.
+        effects = workspace_effects_measure(
+            snapshot=self.snapshot,
+            workspace=self.workspace or Path("/nonexistent"),
+            non_read_granted=self.non_read_granted,
+        )
         return Judged(
             evidence=failure.evidence,
             detail=failure.message,
             model=failure.metadata.model_id or self.model_id or self.target.model,
-            replay=failure.replay_facts,
+            replay=replace(failure.replay_facts, effects=effects),
         )
 
     def _spec(self) -> AcpPromptSpec:
         config = acp_config_for(self.target, session_id=self.session.pk)
+        self.workspace = Path(config.host_cwd or config.cwd)
+        self.snapshot = workspace_snapshot_record(
+            generation=self.generation,
+            attempt=self.attempt,
+            workspace=self.workspace,
+            now=timezone.now(),
+        )
         # The person's own words, then what was really said before: retracted or partial rows
         # never reach the agent (acp_context decides which).
         text = acp_prompt_text(

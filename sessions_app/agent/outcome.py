@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recovery import wording
+from recovery.effects import WorkspaceEffects
 from recovery.policy import Decision
 from recovery.redact import redact_diagnostic
 from recovery.replay import ReplayReason
@@ -38,12 +39,26 @@ def ladder_outcome(*, decision: Decision, detail: str) -> RunFailure:
 
 
 def replay_refused_outcome(
-    *, classification: Classification, reason: ReplayReason, partial: bool, detail: str
+    *,
+    classification: Classification,
+    reason: ReplayReason,
+    partial: bool,
+    detail: str,
+    effects: WorkspaceEffects | None = None,
 ) -> RunFailure:
-    """An agent's failed prompt that the judge would not send again automatically."""
+    """An agent's failed prompt that the judge would not send again automatically; when the
+    attempt changed its workspace, the card says which files first (effects are evidence)."""
     message = wording.replay_refused_card(
         classification.code, reason=reason, partial=partial, detail=detail
     )
+    if effects is not None and effects.known and effects.changed_count:
+        lines = (
+            wording.effects_line(count=effects.changed_count, paths=effects.changed),
+            wording.RESUME_KEEPS,
+        )
+        message = " ".join((*lines, message))
+    elif effects is not None and not effects.known:
+        message = f"{wording.EFFECTS_UNKNOWN_LINE} {message}"
     return RunFailure(code=str(classification.code), message=_safe(message))
 
 

@@ -253,6 +253,7 @@ class Turn:
                     reason=judgement.replay.reason,
                     partial=self.rows.showed_output,
                     detail=failure.detail,
+                    effects=failure.replay.effects if failure.replay is not None else None,
                 )
             else:
                 outcome = ladder_outcome(decision=decision, detail=failure.detail)

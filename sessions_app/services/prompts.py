@@ -19,6 +19,7 @@ from django.db import transaction
 
 from recovery import wording
 from recovery.redact import redact_credentials
+from sessions_app.effects.services import fresh_restore
 from sessions_app.errors import (
     GenerationActive,
     InvalidInput,
@@ -41,6 +42,7 @@ from sessions_app.services.lifecycle.queued import user_lock
 from sessions_app.services.lifecycle.retry_wait import session_loops_end
 from sessions_app.services.messages import message_create, message_update
 from sessions_app.text_rules import text_problem
+from sessions_app.workspaces.git import GitFailed
 
 State = PromptGeneration.State
 Mode = PromptGeneration.Mode
@@ -183,11 +185,15 @@ def prompt_edit(*, session: Session, user: User, text: str) -> PromptGeneration:
     return _turn_open(session=session, user=user, mode=Mode.EDIT, prepare=prepare)
 
 
-def session_recover(*, session: Session, user: User, action: str) -> PromptGeneration:
+def session_recover(
+    *, session: Session, user: User, action: str, restore: bool = False
+) -> PromptGeneration:
     """Resume (re-run the failed turn on the committed history) or start fresh (re-send the last
     prompt in a new context). Partial output stays visible, marked incomplete, and is never fed
     back as if it were complete: the transcript builder leaves incomplete rows out. Either starts
-    a turn, so the person's caps apply (CapReached, services/caps.py)."""
+    a turn, so the person's caps apply (CapReached, services/caps.py). ``restore`` (Start fresh
+    only, after its confirmation step) first puts the agent's workspace back exactly as the last
+    turn found it; without it the files are kept."""
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     if action not in RECOVERY_ACTIONS:
@@ -205,6 +211,12 @@ def session_recover(*, session: Session, user: User, action: str) -> PromptGener
         if mode is Mode.RESUME:
             _partials_supersede(session=locked, after=prompt)
             return None
+        if restore:
+            # Under the session lock, after the active-run refusal: no agent is writing now.
+            try:
+                fresh_restore(session_id=locked.pk)
+            except GitFailed:
+                raise InvalidInput("restore", "the workspace could not be put back") from None
         return _Prompt(text=prompt.full_text, metadata={"fresh_start": True}, context_starts=True)
 
     return _turn_open(
