@@ -181,9 +181,7 @@ def tasks_list(request: TokenRequest) -> list[dict]:
 
 @api.post("/v1/tasks", response={201: TaskOut, **AUTH, **FIELDS, **JSON_BODY})
 def tasks_create(request: TokenRequest, payload: TaskIn) -> Status:
-    task = services.task_create(
-        owner=request.auth, title=payload.title, project_id=payload.project
-    )
+    task = services.task_create(owner=request.auth, title=payload.title, project_id=payload.project)
     return Status(201, _task_out(task))
 
 

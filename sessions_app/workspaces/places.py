@@ -113,7 +113,8 @@ def commit_of(repository: Repository, ref: str) -> str | None:
     option even if one slipped past the checks above."""
     try:
         sha = git_text(
-            repository.place, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"]
+            repository.place,
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
         )
     except GitFailed:
         return None

@@ -216,7 +216,9 @@ def _worktree_add(repository: Repository, *, workspace: TaskWorkspace, path: Pat
 def worktree_place(repository: Repository, *, task_id: int) -> GitPlace:
     """Git calls about the task's worktree: its admin folder (which the agent cannot write) as
     the git directory, never the ``.git`` file in the worktree (which it can)."""
-    return GitPlace(git_dir=admin_dir_for(repository, task_id), work_tree=worktree_path_for(task_id))
+    return GitPlace(
+        git_dir=admin_dir_for(repository, task_id), work_tree=worktree_path_for(task_id)
+    )
 
 
 def _worktree_intact(repository: Repository, *, task_id: int, path: Path) -> bool:

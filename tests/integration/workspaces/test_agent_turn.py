@@ -14,13 +14,7 @@ from sessions_app.services.task_sessions import session_create
 from sessions_app.workspaces.models import TaskWorkspace
 from sessions_app.workspaces.selectors import task_workspace
 from sessions_app.workspaces.wording import REPOSITORY_GONE, WORKTREE_GONE
-from tests.integration.acp_app.conftest import (  # noqa: F401 (fixtures)
-    _quiet_queue,
-    acp_target,
-    agent_state,
-    clock,
-    run_prompt,
-)
+from tests.integration.acp_app.conftest import run_prompt
 from tests.integration.workspaces.conftest import git, make_repository
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -78,9 +72,7 @@ def test_a_deleted_repository_ends_the_next_turn_with_a_card(bound_chat, owner, 
     assert REPOSITORY_GONE in generation.error_message
 
 
-def test_a_worktree_deleted_under_the_app_ends_the_next_turn_with_a_card(
-    bound_chat, owner, clock
-):
+def test_a_worktree_deleted_under_the_app_ends_the_next_turn_with_a_card(bound_chat, owner, clock):
     run_prompt(bound_chat, owner, "/read-file PLAN.md", clock)
     shutil.rmtree(task_workspace(task_id=bound_chat.task_id).path)
 

@@ -43,7 +43,9 @@ def test_it_takes_a_named_branch_tag_or_commit_as_base(repo):
     git(repo, "tag", "v1")
     sha = git(repo, "rev-parse", "HEAD")
 
-    assert project_register(name="a", repo_path=str(repo), base="main").base_ref == "refs/heads/main"
+    assert (
+        project_register(name="a", repo_path=str(repo), base="main").base_ref == "refs/heads/main"
+    )
     assert project_register(name="b", repo_path=str(repo), base="v1").base_ref == "refs/tags/v1"
     assert project_register(name="c", repo_path=str(repo), base=sha).base_ref == sha
 

@@ -128,9 +128,7 @@ def test_the_agent_cannot_reach_the_checkout_other_worktrees_refs_hooks_or_confi
     assert (admin / "HEAD").read_text().startswith("ref: refs/heads/kandev/task-")
 
 
-def test_the_same_attacks_succeed_when_the_repository_is_bound_writable(
-    plan, two_tasks, repo
-):
+def test_the_same_attacks_succeed_when_the_repository_is_bound_writable(plan, two_tasks, repo):
     """Negative control: the wrong binding (the whole repository writable, as a naive 'mount the
     project' would) lets every git attack through, so the test above can fail."""
     _, other, _ = two_tasks

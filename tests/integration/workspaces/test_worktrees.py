@@ -32,14 +32,14 @@ def test_binding_fixes_the_base_commit_and_names_branch_and_path_from_the_id(
     workspace = task_workspace(task_id=bound_task.pk)
 
     assert workspace.branch == f"kandev/task-{bound_task.pk}"
-    assert workspace.path == str(Path(settings.KANDEV_ACP_WORKDIR) / "worktrees" / f"task-{bound_task.pk}")
+    assert workspace.path == str(
+        Path(settings.KANDEV_ACP_WORKDIR) / "worktrees" / f"task-{bound_task.pk}"
+    )
     assert workspace.base_commit == git(repo, "rev-parse", "HEAD")
     assert workspace.state == TaskWorkspace.State.PENDING
 
 
-def test_the_first_use_creates_the_worktree_on_its_branch_and_later_ones_reuse_it(
-    bound_task, repo
-):
+def test_the_first_use_creates_the_worktree_on_its_branch_and_later_ones_reuse_it(bound_task, repo):
     base = git(repo, "rev-parse", "HEAD")
     (repo / "later.md").write_text("committed after binding\n")
     git(repo, "add", "later.md")
@@ -73,9 +73,7 @@ def test_archiving_removes_the_worktree_and_keeps_the_branch(bound_task, repo):
     assert str(path) not in git(repo, "worktree", "list")
 
 
-def test_a_task_back_from_the_archive_gets_its_worktree_again_on_the_kept_branch(
-    bound_task, repo
-):
+def test_a_task_back_from_the_archive_gets_its_worktree_again_on_the_kept_branch(bound_task, repo):
     worktree_ensure(task_id=bound_task.pk)
     task_archive(task=bound_task)
 

@@ -29,7 +29,13 @@ class Command(BaseCommand):
         parser.add_argument("--group", action="append", default=[], help="a group name (repeat)")
 
     def handle(
-        self, *args: Any, name: str, path: str, base: str | None, user: list[str], group: list[str],
+        self,
+        *args: Any,
+        name: str,
+        path: str,
+        base: str | None,
+        user: list[str],
+        group: list[str],
         **options: Any,
     ) -> None:
         users = list(User.objects.filter(username__in=user))
@@ -44,4 +50,6 @@ class Command(BaseCommand):
             )
         except InvalidInput as error:
             raise CommandError(f"{error.field}: {error.message}") from None
-        self.stdout.write(f"project {project.name!r} (#{project.pk}) starts tasks from {project.base_ref}")
+        self.stdout.write(
+            f"project {project.name!r} (#{project.pk}) starts tasks from {project.base_ref}"
+        )
