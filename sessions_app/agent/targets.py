@@ -242,7 +242,7 @@ def _workspace_of(session_id: int) -> tuple[Path, Path | None]:
     task_id = Session.objects.filter(pk=session_id).values_list("task_id", flat=True).first()
     try:
         worktree = worktree_ensure(task_id=task_id) if task_id is not None else None
-        if worktree is None:
+        if worktree is None or task_id is None:
             return _private_dir(f"session-{session_id}"), None
         return worktree, worktree_git_dir(task_id=task_id)
     except WorkspaceUnusable as unusable:

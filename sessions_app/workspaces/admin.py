@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 
 from sessions_app.workspaces.models import Project, TaskWorkspace
 from sessions_app.workspaces.places import (
@@ -58,13 +59,13 @@ class TaskWorkspaceAdmin(admin.ModelAdmin):
         "task", "project", "branch", "path", "base_commit", "state", "created_at", "removed_at",
     )  # fmt: skip
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
     @admin.display(description="size on disk")

@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 GIT = "/usr/bin/git"
 _TIMEOUT_S = 60.0
@@ -115,5 +116,5 @@ def git_run(
     return done.stdout
 
 
-def git_text(place: GitPlace, args: Sequence[str], **kwargs) -> str:
+def git_text(place: GitPlace, args: Sequence[str], **kwargs: Any) -> str:
     return git_run(place, args, **kwargs).decode("utf-8", "surrogateescape").strip()
