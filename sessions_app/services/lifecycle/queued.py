@@ -18,10 +18,11 @@ says so ("Queued · 2 ahead"), distinct from running. It waits for one of three 
   (``workspace_release_next``), the oldest held one first.
 
 Its place: the queued generations waiting for the same thing that were created before it (for
-``user_limit``, the same person's; for ``workspace``, the same task's). It is announced on the session's event stream
-(``session.updated`` carries ``queue``), when the generation is queued, held or released, and by
-the beat task ``queue_positions_announce`` as the line moves; ``selectors.session_queue`` and
-``selectors.sessions_queue`` give it to the session page and the board.
+``user_limit``, the same person's; for ``workspace``, the same task's). It is announced on the
+session's event stream (``session.updated`` carries ``queue``), when the generation is queued,
+held or released, and by the beat task ``queue_positions_announce`` as the line moves;
+``selectors.session_queue`` and ``selectors.sessions_queue`` give it to the session page and the
+board.
 """
 
 from __future__ import annotations
