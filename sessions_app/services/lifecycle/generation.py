@@ -166,7 +166,6 @@ def _answer_mark_recovered(move: Move) -> None:
 # The hooks, in the order they run: leaving the old state's, then entering the new one's.
 ON_LEAVE: Mapping[str, tuple[Hook, ...]] = {
     State.RUNNING: (_next_prompt_release,),
-    State.WAITING_RETRY: (_next_prompt_release,),
 }
 ON_ENTER: Mapping[str, tuple[Hook, ...]] = {
     State.QUEUED: (_line_place, _session_follow, _run_enqueue),

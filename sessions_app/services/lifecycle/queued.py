@@ -14,8 +14,9 @@ says so ("Queued · 2 ahead"), distinct from running. It waits for one of three 
   its task comes back after KANDEV_ACP_SLOT_WAIT_S;
 - the other session of its task (``workspace``, tasks bound to a project only): the task's
   worktree is one checkout, so one turn at a time touches it. Like ``user_limit`` its task is off
-  the broker, and it is enqueued again when the task's running turn stops
-  (``workspace_release_next``), the oldest held one first.
+  the broker, and it is enqueued again when the task's running turn stops running
+  (``workspace_release_next``), the oldest held one first. One held behind a turn waiting to
+  retry is enqueued again by the stale sweep (``generations_requeue_stale``) once that ends.
 
 Its place: the queued generations waiting for the same thing that were created before it (for
 ``user_limit``, the same person's; for ``workspace``, the same task's). It is announced on the
