@@ -142,7 +142,8 @@ class NoticeOut(Schema):
 
 class QueueOut(Schema):
     ahead: int  # queued prompts in line before this one
-    reason: str  # "" a free worker, "user_limit" the sender's running prompts, "agent_slot"
+    reason: str  # "" a free worker, "user_limit" the sender's running prompts, "agent_slot",
+    # "workspace" the other session of the same task
     generation: int
 
 

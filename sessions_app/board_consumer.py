@@ -1,6 +1,4 @@
-"""The live board socket: ws/board/[?q=...&archived=1], and a task page's review:
-ws/board/?task=<id>, which is sent that task's changes instead of the columns, on the same hints
-(a turn ending is a board event), for the task's owner only (another id closes with 4404).
+"""The live board socket: ws/board/[?q=...&archived=1].
 
 Anonymous -> close 4401, over the person's socket cap -> 4429 (after accepting, like the session
 socket; socket_login.py). Otherwise the socket joins the
@@ -22,13 +20,11 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth.models import User
-from django.template.loader import render_to_string
 
 from sessions_app.event_types import board_group_name
 from sessions_app.frames import board_frame, frame_parts
-from sessions_app.selectors import BOARD_SEARCH_MAX_CHARS, board_columns, task_for_user
+from sessions_app.selectors import BOARD_SEARCH_MAX_CHARS, board_columns
 from sessions_app.socket_login import LoginBoundSocket
-from sessions_app.workspaces.review import review_context
 
 # Hints arriving within this window after the first are answered by one re-read.
 COALESCE_S = 0.15
@@ -38,20 +34,10 @@ def _board_frame(*, user: Any, query: str, archived: bool) -> str:
     return board_frame(columns=board_columns(user=user, query=query, archived=archived))
 
 
-def _review_frame(*, user: Any, task_id: int) -> str | None:
-    if task_for_user(user=user, task_id=task_id) is None:
-        return None  # unknown and foreign alike
-    context = {**review_context(task_id=task_id), "oob": True}
-    if context["workspace"] is None:
-        return None
-    return render_to_string("sessions_app/partials/review.html", context)
-
-
 class BoardConsumer(LoginBoundSocket, AsyncWebsocketConsumer):
     group: str | None = None
     query: str = ""
     archived: bool = False
-    task_id: int | None = None
     _pending: asyncio.Task | None = None
     _dirty: bool = False
 
@@ -64,11 +50,6 @@ class BoardConsumer(LoginBoundSocket, AsyncWebsocketConsumer):
         params = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.query = (params.get("q") or [""])[0][:BOARD_SEARCH_MAX_CHARS]
         self.archived = (params.get("archived") or [""])[0] == "1"
-        task = (params.get("task") or [""])[0]
-        self.task_id = int(task) if task.isdigit() and len(task) < 19 else None
-        if task and self.task_id is None:
-            await self.close(code=4404)
-            return
         self.group = board_group_name(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self._send_board()
@@ -95,18 +76,9 @@ class BoardConsumer(LoginBoundSocket, AsyncWebsocketConsumer):
     async def _send_board(self) -> None:
         if not await self.login_still_current():
             return
-        if self.task_id is not None:
-            review = await database_sync_to_async(_review_frame)(
-                user=self.scope["user"], task_id=self.task_id
-            )
-            if review is None:
-                await self.close(code=4404)
-                return
-            frame = review
-        else:
-            frame = await database_sync_to_async(_board_frame)(
-                user=self.scope["user"], query=self.query, archived=self.archived
-            )
+        frame = await database_sync_to_async(_board_frame)(
+            user=self.scope["user"], query=self.query, archived=self.archived
+        )
         # A big board goes in parts under the transport's frame limit (live.js joins them).
         for part in frame_parts(frame):
             await self.send(text_data=part)

@@ -21,7 +21,8 @@ Payloads:
   notice.upserted   {"notice": NoticeDict}             retry banner (visible ladder)
   notice.deleted    {"ids": [int, ...]}
 
-QueueDict = {"ahead": int, "reason": "" | "user_limit" | "agent_slot", "generation": int}
+QueueDict = {"ahead": int, "reason": "" | "user_limit" | "agent_slot" | "workspace",
+             "generation": int}
 
 MessageDict = {"id", "role", "text", "status", "incomplete", "generation" (number or None),
                "metadata", "created" (ISO 8601)}

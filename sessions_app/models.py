@@ -173,6 +173,7 @@ class PromptGeneration(models.Model):
         WORKER = "", "A free worker"
         USER_LIMIT = "user_limit", "The person's earlier prompts"
         AGENT_SLOT = "agent_slot", "A free agent slot on the worker box"
+        WORKSPACE = "workspace", "The other session of this task to finish"
 
     ACTIVE_STATES = (State.QUEUED, State.RUNNING, State.WAITING_RETRY)
 

@@ -295,6 +295,8 @@ def _queue_group(generation: PromptGeneration) -> tuple[str, int | None]:
     """Generations in one group wait for the same thing, in creation order."""
     if generation.queue_reason == PromptGeneration.QueueReason.USER_LIMIT:
         return generation.queue_reason, generation.requested_by_id
+    if generation.queue_reason == PromptGeneration.QueueReason.WORKSPACE:
+        return generation.queue_reason, generation.session.task_id
     return generation.queue_reason, None
 
 
@@ -309,6 +311,8 @@ def queue_ahead(*, generation: PromptGeneration) -> int:
     )
     if generation.queue_reason == PromptGeneration.QueueReason.USER_LIMIT:
         earlier = earlier.filter(requested_by_id=generation.requested_by_id)
+    if generation.queue_reason == PromptGeneration.QueueReason.WORKSPACE:
+        earlier = earlier.filter(session__task_id=generation.session.task_id)
     return earlier.count()
 
 

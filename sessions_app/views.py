@@ -37,8 +37,8 @@ from sessions_app.selectors import (
 )
 from sessions_app.services import session_create
 from sessions_app.services.task_sessions import task_archive, task_rename, task_unarchive
-from sessions_app.workspaces.review import review_context, worktree_patch
-from sessions_app.workspaces.selectors import projects_usable, task_workspace
+from sessions_app.workspaces.review import worktree_patch, worktree_review
+from sessions_app.workspaces.selectors import projects_usable
 
 
 class SignedInRequest(HttpRequest):
@@ -153,29 +153,36 @@ def _task_page(
         "task": task,
         "sessions": list(task.sessions.select_related("target").order_by("-updated_at", "-id")),
         "rename_form": rename_form or TaskRenameForm(initial={"title": task.title}),
-        **review_context(task_id=task.pk),
+        "review": worktree_review(task_id=task.pk),
     }
     return render(request, "sessions_app/task.html", context, status=status)
 
 
 @require_GET
 @login_required
-def task_detail(request: SignedInRequest, task_id: int) -> HttpResponse:
-    return _task_page(request, _task_or_404(request, task_id))
+def task_review_view(request: SignedInRequest, task_id: int) -> HttpResponse:
+    """The review section alone, which the task page fetches again when a turn ends."""
+    task = _task_or_404(request, task_id)
+    context = {"task": task, "review": worktree_review(task_id=task.pk)}
+    return render(request, "sessions_app/partials/task_review.html", context)
 
 
 @require_GET
 @login_required
-def task_patch(request: SignedInRequest, task_id: int) -> HttpResponse:
-    """The task's whole change as a patch file (``git apply`` takes it)."""
+def task_patch_view(request: SignedInRequest, task_id: int) -> HttpResponse:
     task = _task_or_404(request, task_id)
-    workspace = task_workspace(task_id=task.pk)
-    patch = worktree_patch(workspace=workspace) if workspace is not None else None
+    patch = worktree_patch(task_id=task.pk)
     if patch is None:
-        raise Http404(TASK_NOT_FOUND)
-    response = HttpResponse(patch, content_type="text/x-diff; charset=utf-8")
+        raise Http404("No worktree to review.")
+    response = HttpResponse(patch, content_type="text/x-diff")
     response["Content-Disposition"] = f'attachment; filename="task-{task.pk}.patch"'
     return response
+
+
+@require_GET
+@login_required
+def task_detail(request: SignedInRequest, task_id: int) -> HttpResponse:
+    return _task_page(request, _task_or_404(request, task_id))
 
 
 @require_POST

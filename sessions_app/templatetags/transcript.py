@@ -67,6 +67,7 @@ def queue_label(queue: dict[str, Any] | None) -> str:
 _QUEUE_WAITS = {
     "user_limit": "after the sender's running prompts",
     "agent_slot": "waiting for an agent slot",
+    "workspace": "waiting for the other session of this task to finish",
 }
 
 

@@ -1,134 +1,143 @@
-"""What a task's agent changed: its worktree against the commit the task started from.
+"""Review of a task's worktree: what the agent changed since the worktree's base commit.
 
-Read without touching anything the agent or git uses: a temporary index is filled from the base
-commit and then from the worktree's files (``read-tree``, ``add -A``), and compared with the base
-(``diff --cached``), so new files show as added and deleted ones as removed, while the worktree's
-own index, HEAD and branch stay as they are. The git directory is the worktree's admin folder
-(never the ``.git`` file the agent can rewrite), through the host git runner's safe options.
+Untracked new files count too, so the diff is taken through a temporary index (``read-tree
+<base>``, ``add -A``, ``diff --cached <base>``): the worktree's real index, which the agent's
+git may have left in any state, is never read or written. Git runs on the host through the
+runner (sessions_app/workspaces/git.py), with the worktree's admin folder as its git directory
+and no textconv or external diff, so nothing in the tree the agent wrote decides what runs.
+
+The page shows at most REVIEW_MAX_FILES files and REVIEW_MAX_BYTES of patch text; the rest is
+counted ("N more files not shown") and is in the downloadable patch.
 """
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.utils.safestring import SafeString
-
-from sessions_app.diffs import diff_html, diff_stats
-from sessions_app.workspaces import wording
 from sessions_app.workspaces.git import GitFailed, GitPlace, git_run
 from sessions_app.workspaces.models import TaskWorkspace
-from sessions_app.workspaces.places import PlaceRefused, repository_checked
+from sessions_app.workspaces.places import (
+    PlaceRefused,
+    admin_dir_for,
+    repository_checked,
+    worktree_path_for,
+)
 from sessions_app.workspaces.selectors import task_workspace
-from sessions_app.workspaces.services import worktree_place
 
-# The page shows at most this many files and this many bytes of patch; the download is whole.
-MAX_REVIEW_FILES = 50
-MAX_REVIEW_BYTES = 512 * 1024
-_DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--binary")
+logger = logging.getLogger(__name__)
+
+REVIEW_MAX_FILES = 50
+REVIEW_MAX_BYTES = 256 * 1024
+_DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-renames")
 
 
 @dataclass(frozen=True, slots=True)
-class ReviewFile:
+class FileChange:
     path: str
-    added: int
-    removed: int
-    html: SafeString
+    added: int | None  # None for a binary file
+    removed: int | None
+    patch: str
 
 
 @dataclass(frozen=True, slots=True)
 class Review:
-    """``files`` as shown; ``hidden`` how many more changed; ``notice`` a sentence instead of a
-    diff (no worktree yet, removed, unreadable)."""
-
-    files: tuple[ReviewFile, ...] = ()
-    hidden: int = 0
-    added: int = 0
-    removed: int = 0
-    notice: str = ""
+    base_commit: str
+    files: tuple[FileChange, ...]
+    hidden_files: int  # changed files beyond the page's caps
 
     @property
-    def hidden_text(self) -> str:
-        return wording.files_not_shown(self.hidden) if self.hidden else ""
+    def added(self) -> int:
+        return sum(change.added or 0 for change in self.files)
+
+    @property
+    def removed(self) -> int:
+        return sum(change.removed or 0 for change in self.files)
 
 
-def worktree_patch(*, workspace: TaskWorkspace) -> bytes | None:
-    """The whole change of the task's worktree against its base, as a patch ``git apply``
-    takes; None when there is no worktree to read (not made yet, removed, or broken)."""
-    if workspace.state != TaskWorkspace.State.READY:
+def worktree_patch(*, task_id: int) -> bytes | None:
+    """The whole patch of the task's worktree against its base commit, or None: an unbound task,
+    no worktree yet (or any more), or a repository git cannot read."""
+    found = _diff(task_id, stat=False)
+    return None if found is None else found[1]
+
+
+def worktree_review(*, task_id: int) -> Review | None:
+    """The task page's review of its worktree (None as for ``worktree_patch``)."""
+    found = _diff(task_id, stat=True)
+    if found is None:
         return None
+    workspace, patch, numstat = found
+    counts = _numstat(numstat or b"")
+    patches = _file_patches(patch.decode("utf-8", "replace"))
+    files: list[FileChange] = []
+    budget = REVIEW_MAX_BYTES
+    for (path, added, removed), text in zip(counts, patches, strict=False):
+        if len(files) >= REVIEW_MAX_FILES or len(text) > budget:
+            break
+        budget -= len(text)
+        files.append(FileChange(path=path, added=added, removed=removed, patch=text))
+    return Review(
+        base_commit=workspace.base_commit, files=tuple(files), hidden_files=len(counts) - len(files)
+    )
+
+
+def _diff(task_id: int, *, stat: bool) -> tuple[TaskWorkspace, bytes, bytes | None] | None:
+    workspace = task_workspace(task_id=task_id)
+    if workspace is None or workspace.state != TaskWorkspace.State.READY:
+        return None
+    path = worktree_path_for(task_id)
     try:
         repository = repository_checked(workspace.project.repo_path)
     except PlaceRefused:
         return None
-    place = worktree_place(repository, task_id=workspace.task_id)
-    if not Path(place.work_tree or "").is_dir():
+    if not path.is_dir() or path.is_symlink():
         return None
     with tempfile.TemporaryDirectory(prefix="kandev-review-") as scratch:
-        scan = GitPlace(
-            git_dir=place.git_dir, work_tree=place.work_tree, index_file=Path(scratch, "index")
+        place = GitPlace(
+            git_dir=admin_dir_for(repository, task_id),
+            work_tree=path,
+            index_file=Path(scratch) / "index",
         )
+        base = workspace.base_commit
         try:
-            git_run(scan, ["read-tree", workspace.base_commit])
-            git_run(scan, ["add", "-A", "--", "."])
-            return git_run(scan, ["diff", "--cached", *_DIFF_OPTIONS, workspace.base_commit])
-        except GitFailed:
-            return None
-
-
-def worktree_review(*, workspace: TaskWorkspace) -> Review:
-    """The task page's review: each changed file with its lines added and removed, rendered."""
-    if workspace.state == TaskWorkspace.State.PENDING:
-        return Review(notice=wording.REVIEW_NOT_YET)
-    if workspace.state == TaskWorkspace.State.REMOVED:
-        return Review(notice=wording.review_removed(workspace.branch))
-    patch = worktree_patch(workspace=workspace)
-    if patch is None:
-        return Review(notice=wording.REVIEW_UNREADABLE)
-    text = patch.decode("utf-8", "replace")
-    chunks = _per_file(text)
-    if not chunks:
-        return Review(notice=wording.REVIEW_NO_CHANGES)
-    shown: list[ReviewFile] = []
-    budget = MAX_REVIEW_BYTES
-    added = removed = 0
-    for chunk in chunks:
-        stats = diff_stats(chunk)
-        stat_added = sum(stat.added for stat in stats)
-        stat_removed = sum(stat.removed for stat in stats)
-        added, removed = added + stat_added, removed + stat_removed
-        if len(shown) >= MAX_REVIEW_FILES or len(chunk) > budget:
-            continue
-        budget -= len(chunk)
-        shown.append(
-            ReviewFile(
-                path=stats[0].path if stats else "",
-                added=stat_added,
-                removed=stat_removed,
-                html=diff_html(chunk),
+            git_run(place, ["read-tree", base])
+            git_run(place, ["add", "-A"])
+            patch = git_run(place, ["diff", "--cached", *_DIFF_OPTIONS, base, "--"])
+            numstat = (
+                git_run(place, ["diff", "--cached", "--numstat", "-z", *_DIFF_OPTIONS, base, "--"])
+                if stat
+                else None
             )
-        )
-    return Review(files=tuple(shown), hidden=len(chunks) - len(shown), added=added, removed=removed)
+        except GitFailed as failed:
+            logger.warning("worktree of task %s not reviewed: %s", task_id, failed.detail)
+            return None
+    return workspace, patch, numstat
 
 
-def _per_file(patch: str) -> list[str]:
-    chunks: list[list[str]] = []
+def _numstat(raw: bytes) -> list[tuple[str, int | None, int | None]]:
+    """``added<TAB>removed<TAB>path`` records, NUL-terminated (``-z``, no renames)."""
+    rows = []
+    for record in raw.decode("utf-8", "replace").split("\0"):
+        if not record:
+            continue
+        added, removed, path = record.split("\t", 2)
+        rows.append((path, _count(added), _count(removed)))
+    return rows
+
+
+def _file_patches(patch: str) -> list[str]:
+    """The patch cut at each ``diff --git`` header, in git's order (the numstat's order too)."""
+    pieces: list[list[str]] = []
     for line in patch.splitlines(keepends=True):
-        if line.startswith("diff --git ") or not chunks:
-            chunks.append([])
-        chunks[-1].append(line)
-    return ["".join(chunk) for chunk in chunks if chunk and chunk[0].startswith("diff --git ")]
+        if line.startswith("diff --git ") or not pieces:
+            pieces.append([line])
+        else:
+            pieces[-1].append(line)
+    return ["".join(piece) for piece in pieces]
 
 
-def review_context(*, task_id: int) -> dict:
-    """The task page's review section: the worktree binding and its changes, or ``workspace``
-    None for a task bound to no project (no section at all)."""
-    workspace = task_workspace(task_id=task_id)
-    if workspace is None:
-        return {"workspace": None}
-    return {
-        "workspace": workspace,
-        "review": worktree_review(workspace=workspace),
-        "task_id": task_id,
-    }
+def _count(field: str) -> int | None:
+    return None if field == "-" else int(field)

@@ -40,6 +40,8 @@ from sessions_app.services.lifecycle.queued import (
     queue_release_next,
     user_at_limit,
     user_lock,
+    workspace_busy,
+    workspace_release_next,
 )
 from sessions_app.services.lifecycle.retry_wait import (
     RetryBanner,
@@ -137,6 +139,7 @@ def _session_follow(move: Move) -> None:
 
 def _next_prompt_release(move: Move) -> None:
     queue_release_next(user_id=move.generation.requested_by_id)
+    workspace_release_next(task_id=move.generation.session.task_id)
 
 
 def _loop_end(move: Move) -> None:
@@ -260,6 +263,9 @@ def generation_claim(*, generation_id: int) -> PromptGeneration | None:
         user_lock(user_id=generation.requested_by_id)
         if user_at_limit(user_id=generation.requested_by_id):
             queue_hold(generation=generation, reason=PromptGeneration.QueueReason.USER_LIMIT)
+            return None
+        if workspace_busy(generation=generation):
+            queue_hold(generation=generation, reason=PromptGeneration.QueueReason.WORKSPACE)
             return None
         now = timezone.now()
         if not _move(

@@ -11,13 +11,19 @@ says so ("Queued · 2 ahead"), distinct from running. It waits for one of three 
   their oldest held prompt is enqueued again (``queue_release_next``), at the back of the line:
   between people the line is round-robin, one prompt of each at a time;
 - an agent slot on the worker box (``agent_slot``, ACP targets only; sessions_app/agent/slots.py):
-  its task comes back after KANDEV_ACP_SLOT_WAIT_S.
+  its task comes back after KANDEV_ACP_SLOT_WAIT_S;
+- the other session of its task (``workspace``, tasks bound to a project only): the task's
+  worktree is one checkout, so one turn at a time touches it. Like ``user_limit`` its task is off
+  the broker, and it is enqueued again when the task's running turn stops running
+  (``workspace_release_next``), the oldest held one first. One held behind a turn waiting to
+  retry is enqueued again by the stale sweep (``generations_requeue_stale``) once that ends.
 
 Its place: the queued generations waiting for the same thing that were created before it (for
-``user_limit``, the same person's). It is announced on the session's event stream
-(``session.updated`` carries ``queue``), when the generation is queued, held or released, and by
-the beat task ``queue_positions_announce`` as the line moves; ``selectors.session_queue`` and
-``selectors.sessions_queue`` give it to the session page and the board.
+``user_limit``, the same person's; for ``workspace``, the same task's). It is announced on the
+session's event stream (``session.updated`` carries ``queue``), when the generation is queued,
+held or released, and by the beat task ``queue_positions_announce`` as the line moves;
+``selectors.session_queue`` and ``selectors.sessions_queue`` give it to the session page and the
+board.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from sessions_app.enqueue import generation_enqueue
 from sessions_app.models import PromptGeneration
 from sessions_app.selectors import queue_ahead, queue_dict, queue_positions
 from sessions_app.services.lifecycle.session_state import session_queue_refresh
+from sessions_app.workspaces.selectors import task_workspace
 
 State = PromptGeneration.State
 Reason = PromptGeneration.QueueReason
@@ -37,6 +44,7 @@ Reason = PromptGeneration.QueueReason
 ANNOUNCE_LIMIT = 500
 # A key space of its own for pg_advisory_xact_lock, so a person's claim and release never race.
 _USER_LOCK_SPACE = 7_340_001
+_TASK_LOCK_SPACE = 7_340_002
 
 
 def user_lock(*, user_id: int | None) -> None:
@@ -53,6 +61,43 @@ def user_at_limit(*, user_id: int | None) -> bool:
         return False
     running = PromptGeneration.objects.filter(requested_by_id=user_id, state=State.RUNNING).count()
     return running >= limit
+
+
+def workspace_busy(*, generation: PromptGeneration) -> bool:
+    """Whether another generation of the generation's bound task is running or waiting to retry
+    in its worktree. Locks the task (until commit) so two claims never both see it free."""
+    task_id = generation.session.task_id
+    if task_id is None or task_workspace(task_id=task_id) is None:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_TASK_LOCK_SPACE, task_id])
+    return (
+        PromptGeneration.objects.filter(
+            session__task_id=task_id, state__in=(State.RUNNING, State.WAITING_RETRY)
+        )
+        .exclude(pk=generation.pk)
+        .exists()
+    )
+
+
+def workspace_release_next(*, task_id: int | None) -> PromptGeneration | None:
+    """A turn of the task stopped running: its oldest prompt held for the worktree goes back in
+    line (enqueued on commit). The claim checks again, so a release too many is harmless."""
+    if task_id is None:
+        return None
+    with transaction.atomic():
+        held = (
+            PromptGeneration.objects.select_related("session")
+            .filter(session__task_id=task_id, state=State.QUEUED, queue_reason=Reason.WORKSPACE)
+            .order_by("created_at", "id")
+            .first()
+        )
+        if held is None:
+            return None
+        queue_hold(generation=held, reason=Reason.WORKER)
+        generation_id = held.pk
+        transaction.on_commit(lambda: generation_enqueue(generation_id=generation_id), robust=True)
+    return held
 
 
 def queue_announce(*, generation: PromptGeneration, moved_only: bool = True) -> None:

@@ -9,6 +9,12 @@ import pytest
 
 from sessions_app.services.task_sessions import task_create
 from sessions_app.workspaces.services import project_register
+from tests.integration.acp_app.conftest import (  # noqa: F401 (the mock agent's fixtures)
+    _quiet_queue,
+    acp_target,
+    agent_state,
+    clock,
+)
 
 GIT_ENV = {
     "PATH": "/usr/bin:/bin",

@@ -67,7 +67,8 @@ def attacks(repo: Path, other: Path, admin: Path) -> str:
             "&& echo 'WROTE main ref'",
             "git update-ref refs/heads/main HEAD~0 2>/dev/null "
             "&& git commit -q --allow-empty -m x 2>/dev/null "
-            "&& git update-ref refs/heads/main HEAD 2>/dev/null && echo 'WROTE main ref by git'",
+            "&& git update-ref refs/heads/main HEAD "
+            "2>/dev/null && echo 'WROTE main ref by git'",
             "git branch -f main HEAD 2>/dev/null && git tag planted 2>/dev/null "
             "&& echo 'WROTE a ref by git'",
             f"printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > {g}/hooks/post-checkout 2>/dev/null "
@@ -97,7 +98,7 @@ def test_the_agent_writes_its_worktree_and_reads_its_history(plan):
 
 
 def test_the_agent_cannot_commit_stage_or_move_a_branch_even_its_own(plan):
-    _status, output = inside(
+    _, output = inside(
         plan,
         "cd /workspace && echo x > a.txt && (git add a.txt 2>&1; git commit -qm x 2>&1; "
         "git stash 2>&1; git checkout -b other 2>&1); git rev-parse --abbrev-ref HEAD",
