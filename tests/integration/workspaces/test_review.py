@@ -52,7 +52,7 @@ def test_the_task_page_shows_the_review_and_the_patch_downloads(owner, bound_tas
     patch = client.get(f"/tasks/{bound_task.pk}/patch/")
 
     assert "Changes in the worktree" in page and "<code>new.py</code>" in page
-    assert "+print(&#x27;hello&#x27;)" in page  # escaped by diff_html
+    assert "<span class=\"gi\">+print('hello')</span>" in page  # rendered by diff_html
     assert patch.status_code == 200
     assert patch["Content-Type"] == "text/x-diff"
     assert patch["Content-Disposition"] == f'attachment; filename="task-{bound_task.pk}.patch"'
