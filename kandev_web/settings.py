@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "sessions_app",
     "sessions_app.ladder",
+    "sessions_app.approvals",
     "axes",
 ]
 
@@ -157,12 +158,14 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     },
     # A running generation whose worker died mid-run is handed back (Resume / Start fresh).
     "reap-lost-generations": {"task": "sessions_app.reap_lost_generations", "schedule": 30.0},
+    "approvals-sweep": {"task": "approvals.sweep", "schedule": 15.0},  # overdue ones rejected
     # Queued sessions are told when their place in line moved ("2 ahead").
     "announce-queue-positions": {
         "task": "sessions_app.announce_queue_positions",
         "schedule": env_float("KANDEV_QUEUE_ANNOUNCE_INTERVAL", 2.0),
     },
 }
+KANDEV_APPROVAL_TIMEOUT = env_positive("KANDEV_APPROVAL_TIMEOUT", 1800.0)  # then: rejected
 # A running generation whose worker wrote no heartbeat for this long is presumed lost.
 KANDEV_WORKER_SILENCE_S = env_float("KANDEV_WORKER_SILENCE_S", 60.0)
 
