@@ -72,6 +72,14 @@ class StateConflict(InvalidInput):
     re-run yet). Pages show it on the field; the API answers 409."""
 
 
+class ApprovalNotFound(DomainError):
+    """Unknown approvals and those of sessions the caller may not view alike."""
+
+
+class ApprovalDecided(DomainError):
+    """Someone answered first (or it timed out, or the turn was cancelled): first answer wins."""
+
+
 # The HTTP status each domain error answers, for the API and the pages alike; a subclass not
 # listed answers as its nearest listed base.
 HTTP_STATUS: dict[type[DomainError], int] = {
@@ -82,6 +90,8 @@ HTTP_STATUS: dict[type[DomainError], int] = {
     InvalidInput: 422,
     UnknownReference: 404,
     StateConflict: 409,
+    ApprovalNotFound: 404,
+    ApprovalDecided: 409,
 }
 
 
