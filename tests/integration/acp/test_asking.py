@@ -7,7 +7,13 @@ import asyncio
 
 from recovery.cancel import CancelToken
 from recovery.clock import FakeClock
-from recovery.providers.acp import AcpPromptRun, AgentPermission, PermissionPolicy, PromptCompleted
+from recovery.providers.acp import (
+    AcpPromptRun,
+    AgentPermission,
+    PermissionPolicy,
+    PromptCompleted,
+    PromptFailure,
+)
 from recovery.providers.acp.asking import AskDiff, AskOption, PermissionAsk
 from recovery.providers.acp.deadline import PausableDeadline
 from recovery.taxonomy import Kind
@@ -122,9 +128,7 @@ async def test_a_contained_read_passes_without_asking_under_ask(mock_agent):
 async def test_the_read_only_policy_never_asks(mock_agent):
     person = Person()
 
-    await run(
-        mock_agent.spec("/edit notes.md x", policy=PermissionPolicy.ALLOW_READ_ONLY), person
-    )
+    await run(mock_agent.spec("/edit notes.md x", policy=PermissionPolicy.ALLOW_READ_ONLY), person)
 
     assert person.asked == []
     assert not (mock_agent.cwd / "notes.md").exists()
@@ -185,7 +189,8 @@ async def test_waiting_past_the_ask_budget_counts_against_the_prompt_timeout(moc
         clock=clock,
     )
 
-    assert outcome.evidence.kind is Kind.TIMEOUT if hasattr(outcome, "evidence") else False
+    assert isinstance(outcome, PromptFailure)
+    assert outcome.evidence.kind is Kind.TIMEOUT
 
 
 def test_a_deadline_stands_still_while_paused_and_counts_past_its_budget():
