@@ -144,9 +144,7 @@ def approvals_expire(*, now: dt.datetime | None = None) -> list[int]:
     expired = []
     for approval in Approval.objects.filter(state=State.PENDING, deadline__lte=now):
         with transaction.atomic():
-            if _settle(
-                approval.pk, state=State.TIMED_OUT, option_id=_rejecting_option(approval)
-            ):
+            if _settle(approval.pk, state=State.TIMED_OUT, option_id=_rejecting_option(approval)):
                 expired.append(approval.pk)
     return expired
 
