@@ -23,10 +23,12 @@ from sessions_app.errors import ApprovalDecided, ApprovalNotFound, InvalidInput
 from sessions_app.models import PromptGeneration
 from sessions_app.selectors import user_may_view
 from sessions_app.services.event_log import event_append
-from sessions_app.services.lifecycle.generation import _move
+from sessions_app.services.lifecycle.approval_wait import (
+    generation_approval_resume,
+    generation_await_approval,
+)
 
 State = Approval.State
-GenerationState = PromptGeneration.State
 # Option kinds (ACP PermissionOptionKind) whose choice lets the tool run.
 ALLOWING_KINDS = frozenset({"allow_once", "allow_always"})
 # The option a timeout answers with, by preference: the agent's own refusal.
@@ -89,7 +91,7 @@ def approval_request(
             options=list(options),
             deadline=now + dt.timedelta(seconds=settings.KANDEV_APPROVAL_TIMEOUT),
         )
-        _move(generation, to=GenerationState.WAITING_APPROVAL, sources=(GenerationState.RUNNING,))
+        generation_await_approval(generation=generation)
         _announce(approval)
     return approval
 
@@ -161,12 +163,7 @@ def approvals_cancel(*, generation_id: int) -> list[int]:
 
 def approval_resume(*, generation: PromptGeneration) -> bool:
     """The worker got its answer: the generation runs again (the session shows it running)."""
-    return _move(
-        generation,
-        to=GenerationState.RUNNING,
-        sources=(GenerationState.WAITING_APPROVAL,),
-        heartbeat_at=timezone.now(),
-    )
+    return generation_approval_resume(generation=generation)
 
 
 def pending_approvals(*, session_id: int) -> list[dict[str, Any]]:

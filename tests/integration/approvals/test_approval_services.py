@@ -21,8 +21,8 @@ from sessions_app.approvals.services import (
 from sessions_app.errors import ApprovalDecided, ApprovalNotFound, InvalidInput
 from sessions_app.models import PromptGeneration, Session
 from sessions_app.services import generation_claim, prompt_submit
-from sessions_app.services.sweeps import generations_reap_lost
 from sessions_app.services.lifecycle.generation import generation_end
+from sessions_app.services.sweeps import generations_reap_lost
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
