@@ -109,11 +109,17 @@ def _settle(approval_id: int, **fields: Any) -> Approval | None:
     return approval
 
 
-def approval_decide(*, approval_id: int, user: User, option_id: str) -> Approval:
+def approval_decide(
+    *, approval_id: int, user: User, option_id: str, session_id: int | None = None
+) -> Approval:
     """``user`` answers with one of the agent's options. ApprovalNotFound for unknown or foreign
-    ids, InvalidInput (422) for an option the agent did not offer, ApprovalDecided (409) when
+    ids (and for one of another session than ``session_id``, when given: a page or API path names
+    both), InvalidInput (422) for an option the agent did not offer, ApprovalDecided (409) when
     the approval was already settled, by someone else or by a timeout."""
-    approval = Approval.objects.select_related("session").filter(pk=approval_id).first()
+    rows = Approval.objects.select_related("session").filter(pk=approval_id)
+    if session_id is not None:
+        rows = rows.filter(session_id=session_id)
+    approval = rows.first()
     if approval is None or not user_may_view(user=user, session=approval.session):
         raise ApprovalNotFound(approval_id)
     offered = {option["option_id"]: option for option in approval.options}
