@@ -25,12 +25,11 @@ from ninja import NinjaAPI, Status
 
 from recovery import wording
 from sessions_app import selectors, services
-from sessions_app.approvals.services import approval_decide
 from sessions_app.api_auth import BearerTokenAuth, TokenRequest, api_token_revoke
 from sessions_app.api_schemas import (
+    ApiTokenOut,
     ApprovalDecideIn,
     ApprovalOut,
-    ApiTokenOut,
     CancelRetryOut,
     CapReachedOut,
     ErrorOut,
@@ -49,6 +48,7 @@ from sessions_app.api_schemas import (
     TaskPatchIn,
     ValidationErrorOut,
 )
+from sessions_app.approvals.services import approval_decide
 from sessions_app.errors import (
     ApprovalDecided,
     ApprovalNotFound,
@@ -269,7 +269,10 @@ def sessions_approval_decide(
     """Answer an agent's permission request with one of its options; the first answer wins."""
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
     approval = approval_decide(
-        approval_id=approval_id, user=request.auth, option_id=payload.option_id, session_id=session.pk
+        approval_id=approval_id,
+        user=request.auth,
+        option_id=payload.option_id,
+        session_id=session.pk,
     )
     return {
         "id": approval.pk,

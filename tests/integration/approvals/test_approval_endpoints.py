@@ -50,7 +50,9 @@ def test_it_decides_over_the_api_once_and_answers_409_to_the_second(owner, sessi
     client = api(owner)
 
     first = client.post(decide_url(approval), {"option_id": "no"}, content_type="application/json")
-    second = client.post(decide_url(approval), {"option_id": "yes"}, content_type="application/json")
+    second = client.post(
+        decide_url(approval), {"option_id": "yes"}, content_type="application/json"
+    )
 
     assert first.status_code == 200
     assert first.json() == {
