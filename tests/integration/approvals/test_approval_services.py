@@ -23,6 +23,7 @@ from sessions_app.models import PromptGeneration, Session
 from sessions_app.services import generation_claim, prompt_submit
 from sessions_app.services.lifecycle.generation import generation_end
 from sessions_app.services.sweeps import generations_reap_lost
+from sessions_app.tasks import approvals_sweep
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -157,3 +158,13 @@ def test_it_reaps_a_turn_waiting_for_approval_whose_worker_went_silent(session, 
     )
 
     assert generations_reap_lost(silent_for_s=60) == [approval.generation_id]
+
+
+def test_the_beats_sweep_task_rejects_an_overdue_approval(session, owner):
+    approval = pending(session, owner)
+    Approval.objects.filter(pk=approval.pk).update(deadline=timezone.now())
+
+    assert approvals_sweep.apply().get() == 1
+
+    approval.refresh_from_db()
+    assert approval.state == Approval.State.TIMED_OUT
