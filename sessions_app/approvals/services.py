@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from sessions_app import event_types as event_names
 from sessions_app.approvals.models import Approval
+from sessions_app.approvals.selectors import approval_dict
 from sessions_app.errors import ApprovalDecided, ApprovalNotFound, InvalidInput
 from sessions_app.models import PromptGeneration
 from sessions_app.selectors import user_may_view
@@ -33,26 +34,6 @@ State = Approval.State
 ALLOWING_KINDS = frozenset({"allow_once", "allow_always"})
 # The option a timeout answers with, by preference: the agent's own refusal.
 _REJECTING_KINDS = ("reject_once", "reject_always")
-
-
-def approval_dict(approval: Approval) -> dict[str, Any]:
-    """What the card shows; rides on the approval.upserted event and in the snapshot."""
-    return {
-        "id": approval.pk,
-        "tool_call_id": approval.tool_call_id,
-        "kind": approval.kind,
-        "title": approval.title,
-        "command": approval.command,
-        "paths": list(approval.paths),
-        "diff": approval.diff,
-        "options": list(approval.options),
-        "state": approval.state,
-        "option_id": approval.option_id,
-        "decided_by": approval.decided_by.username if approval.decided_by else "",
-        "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
-        "created": approval.created_at.isoformat(),
-        "deadline": approval.deadline.isoformat(),
-    }
 
 
 def _announce(approval: Approval) -> None:
@@ -170,9 +151,3 @@ def approvals_cancel(*, generation_id: int) -> list[int]:
 def approval_resume(*, generation: PromptGeneration) -> bool:
     """The worker got its answer: the generation runs again (the session shows it running)."""
     return generation_approval_resume(generation=generation)
-
-
-def pending_approvals(*, session_id: int) -> list[dict[str, Any]]:
-    """The session's approvals for the snapshot (a reload or a late viewer sees the card)."""
-    rows = Approval.objects.filter(session_id=session_id).select_related("decided_by")
-    return [approval_dict(approval) for approval in rows]

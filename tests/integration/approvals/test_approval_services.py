@@ -11,6 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from sessions_app.approvals.models import Approval
+from sessions_app.approvals.selectors import session_approvals
 from sessions_app.approvals.services import (
     approval_decide,
     approval_request,
@@ -168,3 +169,12 @@ def test_the_beats_sweep_task_rejects_an_overdue_approval(session, owner):
 
     approval.refresh_from_db()
     assert approval.state == Approval.State.TIMED_OUT
+
+
+def test_a_late_viewer_reads_the_pending_card_with_its_diff_and_options(session, owner):
+    approval = pending(session, owner)
+
+    [card] = session_approvals(session_id=session.pk)
+
+    assert (card["id"], card["state"], card["options"]) == (approval.pk, "pending", OPTIONS)
+    assert card["diff"] == {"path": "notes.txt", "old_text": "a\n", "new_text": "b\n"}
