@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "sessions_app.ladder",
     "sessions_app.workspaces",
     "sessions_app.effects",
+    "sessions_app.approvals",
     "axes",
 ]
 
@@ -126,15 +127,13 @@ CHANNEL_LAYERS = {
     }
 }
 
-# KANDEV_BROKER_URL=amqp://user:pass@host:5672/vhost runs the tasks through RabbitMQ: a worker
-# that dies returns its unacknowledged messages (acks_late) the moment its connection drops,
-# where Redis hides them until the visibility timeout. Unset: Redis, as REDIS_URL names it.
+# KANDEV_BROKER_URL=amqp://... runs the tasks through RabbitMQ, which returns a dead worker's
+# unacked messages at once (Redis hides them until a timeout). Unset: Redis, as REDIS_URL says.
 CELERY_BROKER_URL = broker_url(os.environ.get("KANDEV_BROKER_URL"), redis_default=REDIS["celery"])
 KANDEV_BROKER_IS_RABBITMQ = is_rabbitmq(CELERY_BROKER_URL)
 CELERY_RESULT_BACKEND = None
-# No results are stored, so the (disabled) backend holds nothing and is safe to share: without this
-# Celery builds one per thread, and each of the threads pool's threads paid for an entry-points
-# scan at the start of its first turn.
+# No results are stored, so the disabled backend is safe to share: else Celery builds one per
+# thread, each paying for an entry-points scan at the start of its first turn.
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -145,7 +144,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("KANDEV_TASK_SOFT_TIME_LIMIT", 900)
 CELERY_TASK_TIME_LIMIT = env_int("KANDEV_TASK_TIME_LIMIT", 960)
 CELERY_TASK_DEFAULT_QUEUE = env_str("KANDEV_CELERY_QUEUE", "kandev")
 # Redis only: how long a delivered, unacknowledged message stays hidden before it is handed out
-# again. RabbitMQ needs none: it requeues a dead consumer's messages at once.
+# again (RabbitMQ requeues a dead consumer's messages at once).
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {} if KANDEV_BROKER_IS_RABBITMQ else {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 60}
 )
@@ -160,18 +159,19 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     },
     # A running generation whose worker died mid-run is handed back (Resume / Start fresh).
     "reap-lost-generations": {"task": "sessions_app.reap_lost_generations", "schedule": 30.0},
+    "approvals-sweep": {"task": "approvals.sweep", "schedule": 15.0},  # overdue ones rejected
     # Queued sessions are told when their place in line moved ("2 ahead").
     "announce-queue-positions": {
         "task": "sessions_app.announce_queue_positions",
         "schedule": env_float("KANDEV_QUEUE_ANNOUNCE_INTERVAL", 2.0),
     },
 }
+KANDEV_APPROVAL_TIMEOUT = env_positive("KANDEV_APPROVAL_TIMEOUT", 1800.0)  # then: rejected
 # A running generation whose worker wrote no heartbeat for this long is presumed lost.
 KANDEV_WORKER_SILENCE_S = env_float("KANDEV_WORKER_SILENCE_S", 60.0)
 
-# Fair queues (sessions_app/services/lifecycle/queued.py): one person has at most this many
-# prompts running at once; the rest wait in line, held off the broker so they never stand in
-# front of another person's prompt. 0: no limit.
+# Fair queues (sessions_app/services/lifecycle/queued.py): at most this many prompts of one person
+# run at once; the rest wait in line off the broker, never in front of others'. 0: no limit.
 KANDEV_USER_MAX_RUNNING = env_whole("KANDEV_USER_MAX_RUNNING", 3)
 # ACP agents are heavy subprocesses, limited per worker box apart from the worker's threads
 # (sessions_app/agent/slots.py): at most KANDEV_ACP_MAX_AGENTS at once, and a new one starts only

@@ -49,6 +49,7 @@ class ProviderTargetForm(forms.ModelForm):
             "first_chunk_timeout_s",
             "idle_timeout_s",
             "no_progress_timeout_s",
+            "permission_policy",
         ]
         help_texts = {
             "base_url": "Empty for the provider's default. Its host must be listed in "

@@ -28,6 +28,8 @@ from sessions_app import selectors, services
 from sessions_app.api_auth import BearerTokenAuth, TokenRequest, api_token_revoke
 from sessions_app.api_schemas import (
     ApiTokenOut,
+    ApprovalDecideIn,
+    ApprovalOut,
     CancelRetryOut,
     CapReachedOut,
     ErrorOut,
@@ -46,7 +48,10 @@ from sessions_app.api_schemas import (
     TaskPatchIn,
     ValidationErrorOut,
 )
+from sessions_app.approvals.services import approval_decide
 from sessions_app.errors import (
+    ApprovalDecided,
+    ApprovalNotFound,
     CapReached,
     GenerationActive,
     InvalidInput,
@@ -91,7 +96,10 @@ def _sentence(message: str) -> str:
 
 @api.exception_handler(SessionNotFound)
 @api.exception_handler(TokenNotFound)
-def _not_found(request: HttpRequest, exc: SessionNotFound | TokenNotFound) -> HttpResponse:
+@api.exception_handler(ApprovalNotFound)
+def _not_found(
+    request: HttpRequest, exc: SessionNotFound | TokenNotFound | ApprovalNotFound
+) -> HttpResponse:
     return api.create_response(request, NOT_FOUND, status=http_status(exc))
 
 
@@ -105,6 +113,12 @@ def _invalid(request: HttpRequest, exc: InvalidInput) -> HttpResponse:
 @api.exception_handler(StateConflict)
 def _refused_sentence(request: HttpRequest, exc: UnknownReference | StateConflict) -> HttpResponse:
     return api.create_response(request, {"detail": _sentence(exc.message)}, status=http_status(exc))
+
+
+@api.exception_handler(ApprovalDecided)
+def _already_decided(request: HttpRequest, exc: ApprovalDecided) -> HttpResponse:
+    detail = "This request was already answered, timed out or was cancelled."
+    return api.create_response(request, {"detail": detail}, status=http_status(exc))
 
 
 @api.exception_handler(GenerationActive)
@@ -243,6 +257,29 @@ def sessions_stop(request: TokenRequest, session_id: int) -> dict:
     if generation is None:
         return {"generation": None, "state": None}
     return {"generation": generation.number, "state": generation.state}
+
+
+@api.post(
+    "/v1/sessions/{session_id}/approvals/{approval_id}/decide",
+    response={200: ApprovalOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
+)
+def sessions_approval_decide(
+    request: TokenRequest, session_id: int, approval_id: int, payload: ApprovalDecideIn
+) -> dict:
+    """Answer an agent's permission request with one of its options; the first answer wins."""
+    session = selectors.session_for_user(user=request.auth, session_id=session_id)
+    approval = approval_decide(
+        approval_id=approval_id,
+        user=request.auth,
+        option_id=payload.option_id,
+        session_id=session.pk,
+    )
+    return {
+        "id": approval.pk,
+        "state": approval.state,
+        "option_id": approval.option_id,
+        "decided_by": request.auth.username,
+    }
 
 
 @api.get(

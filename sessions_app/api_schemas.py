@@ -173,6 +173,17 @@ class StopOut(Schema):
     state: str | None
 
 
+class ApprovalDecideIn(BodyIn):
+    option_id: str = Field(min_length=1, max_length=200, description="One the agent offered.")
+
+
+class ApprovalOut(Schema):
+    id: int
+    state: str
+    option_id: str
+    decided_by: str
+
+
 class CancelRetryOut(Schema):
     recovery_actions: list[str]
 

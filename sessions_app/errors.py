@@ -83,6 +83,14 @@ class WorkspaceUnusable(DomainError):
         self.detail = detail
 
 
+class ApprovalNotFound(DomainError):
+    """Unknown approvals and those of sessions the caller may not view alike."""
+
+
+class ApprovalDecided(DomainError):
+    """Someone answered first (or it timed out, or the turn was cancelled): first answer wins."""
+
+
 # The HTTP status each domain error answers, for the API and the pages alike; a subclass not
 # listed answers as its nearest listed base.
 HTTP_STATUS: dict[type[DomainError], int] = {
@@ -94,6 +102,8 @@ HTTP_STATUS: dict[type[DomainError], int] = {
     UnknownReference: 404,
     StateConflict: 409,
     WorkspaceUnusable: 409,
+    ApprovalNotFound: 404,
+    ApprovalDecided: 409,
 }
 
 

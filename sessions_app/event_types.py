@@ -20,6 +20,8 @@ Payloads:
   generation.updated {"number": int, "state": str}
   notice.upserted   {"notice": NoticeDict}             retry banner (visible ladder)
   notice.deleted    {"ids": [int, ...]}
+  approval.upserted {"approval": ApprovalDict}         an agent's permission request for a
+                    person (sessions_app/approvals): pending, then how it was decided
 
 QueueDict = {"ahead": int, "reason": "" | "user_limit" | "agent_slot" | "workspace",
              "generation": int}
@@ -44,6 +46,7 @@ SESSION_UPDATED = "session.updated"
 GENERATION_UPDATED = "generation.updated"
 NOTICE_UPSERTED = "notice.upserted"
 NOTICE_DELETED = "notice.deleted"
+APPROVAL_UPSERTED = "approval.upserted"
 
 ALL = frozenset(
     {
@@ -55,6 +58,7 @@ ALL = frozenset(
         GENERATION_UPDATED,
         NOTICE_UPSERTED,
         NOTICE_DELETED,
+        APPROVAL_UPSERTED,
     }
 )
 

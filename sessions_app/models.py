@@ -12,6 +12,14 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 
+class PermissionPolicyChoice(models.TextChoices):
+    # The values are recovery.providers.acp.PermissionPolicy's (a unit test keeps them equal).
+    ASK = "ask", "Ask a person (contained reads and searches pass)"
+    ALLOW_READ_ONLY = "allow_read_only", "Allow contained reads, refuse the rest"
+    ALLOW_ALL = "allow_all", "Allow everything"
+    DENY_ALL = "deny_all", "Refuse everything"
+
+
 class ProviderTarget(models.Model):
     class Kind(models.TextChoices):
         ANTHROPIC = "anthropic", "Anthropic Messages"
@@ -55,6 +63,13 @@ class ProviderTarget(models.Model):
         validators=[MinValueValidator(0.1), MaxValueValidator(3600)],
         help_text="Seconds without new output (text, thinking, a tool call), before the first "
         "and between later ones (empty: default).",
+    )
+    # How an ACP agent's permission requests are answered (recovery.providers.acp.permissions).
+    permission_policy = models.CharField(
+        max_length=20,
+        choices=PermissionPolicyChoice.choices,
+        default=PermissionPolicyChoice.ASK,
+        help_text="ACP agents: who answers the agent's requests to run a tool.",
     )
     fallbacks = models.ManyToManyField(
         "self", through="TargetFallback", symmetrical=False, related_name="+", blank=True
@@ -120,6 +135,7 @@ class Session(models.Model):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         WAITING_RETRY = "waiting_retry", "Waiting to retry"
+        NEEDS_APPROVAL = "needs_approval", "Needs approval"
         NEEDS_ATTENTION = "needs_attention", "Needs attention"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="sessions")
@@ -156,6 +172,8 @@ class PromptGeneration(models.Model):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         WAITING_RETRY = "waiting_retry", "Waiting to retry"
+        # The worker holds the turn while a person answers the agent's permission request.
+        WAITING_APPROVAL = "waiting_approval", "Waiting for an approval"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         STOPPED = "stopped", "Stopped"
@@ -175,7 +193,9 @@ class PromptGeneration(models.Model):
         AGENT_SLOT = "agent_slot", "A free agent slot on the worker box"
         WORKSPACE = "workspace", "The other session of this task to finish"
 
-    ACTIVE_STATES = (State.QUEUED, State.RUNNING, State.WAITING_RETRY)
+    ACTIVE_STATES = (State.QUEUED, State.RUNNING, State.WAITING_APPROVAL, State.WAITING_RETRY)
+    # A worker holds the turn (it heartbeats, and counts towards its person's running limit).
+    WORKER_STATES = (State.RUNNING, State.WAITING_APPROVAL)
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="generations")
     number = models.PositiveIntegerField()

@@ -23,7 +23,10 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from recovery import wording
+from sessions_app.approvals.services import approval_decide
 from sessions_app.errors import (
+    ApprovalDecided,
+    ApprovalNotFound,
     CapReached,
     DomainError,
     GenerationActive,
@@ -152,6 +155,10 @@ def _refusal_message(error: DomainError, *, invalid: str, busy: str) -> str:
         return busy
     if isinstance(error, CapReached):
         return error.message
+    if isinstance(error, ApprovalDecided):
+        return "Someone answered this request first (or it timed out, or was cancelled)."
+    if isinstance(error, ApprovalNotFound):
+        raise Http404(NOT_FOUND) from None
     raise error
 
 
@@ -214,6 +221,20 @@ def session_switch_target(request: SignedInRequest, session: Session) -> None:
 @session_action(invalid="Cannot stop: {}.")
 def session_stop_view(request: SignedInRequest, session: Session) -> None:
     session_stop(session=session, user=request.user)
+
+
+@session_action(invalid="Cannot answer: {}.")
+def session_approval_decide(request: SignedInRequest, session: Session) -> None:
+    """An approval card's button: the agent's option, for every viewer's card (first one wins)."""
+    approval_id = request.POST.get("approval", "")
+    if not approval_id.isdigit():
+        raise InvalidInput("approval", "no such request")
+    approval_decide(
+        approval_id=int(approval_id),
+        user=request.user,
+        option_id=request.POST.get("option", ""),
+        session_id=session.pk,
+    )
 
 
 # Usually another viewer pressed the button first: the run they started is the answer.

@@ -16,6 +16,7 @@ from django.conf import settings
 from recovery.providers.acp.process import agent_processes_end_all
 from sessions_app import enqueue
 from sessions_app.agent.runner import generation_retry, generation_run
+from sessions_app.approvals.services import approvals_expire
 from sessions_app.push import push_drain
 from sessions_app.services import generations_reap_lost, generations_requeue_stale
 from sessions_app.services.lifecycle.queued import queue_positions_announce
@@ -36,6 +37,12 @@ def retry_attempt(loop_id: int, attempt: int) -> None:
 def sweep() -> int:
     """Periodic (Celery beat): re-enqueue lost retry attempts, retire stale notices."""
     return ladder_sweep()
+
+
+@shared_task(name="approvals.sweep")
+def approvals_sweep() -> int:
+    """Periodic (Celery beat): reject every approval nobody answered by its deadline."""
+    return len(approvals_expire())
 
 
 @shared_task(name="sessions_app.requeue_stale_generations")

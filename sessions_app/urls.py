@@ -35,6 +35,11 @@ urlpatterns = [
         session_views.session_regenerate,
         name="session_regenerate",
     ),
+    path(
+        "sessions/<int:session_id>/approvals/decide/",
+        session_views.session_approval_decide,
+        name="session_approval_decide",
+    ),
     path("sessions/<int:session_id>/edit/", session_views.session_edit, name="session_edit"),
     path(
         "sessions/<int:session_id>/switch-target/",

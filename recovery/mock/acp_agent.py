@@ -44,6 +44,7 @@ from acp.schema import (
     ToolKind,
 )
 
+from recovery.mock import acp_approvals
 from recovery.mock import acp_scenarios as texts
 from recovery.mock.acp_scenarios import Command, command_parse
 from recovery.mock.acp_state import counter_forget, counter_next
@@ -188,6 +189,13 @@ class MockAcpAgent:
                 cwd=self._cwd.get(session_id, "."),
                 cancelled=self._cancelled[session_id],
             )
+        if name == "edit":
+            cwd = self._cwd.get(session_id, ".")
+            return await acp_approvals.edit_with_diff(
+                self._conn, session_id, cwd=cwd, rest=command.rest
+            )
+        if name == "exec":
+            return await acp_approvals.execute(self._conn, session_id, command=command.rest)
         delay_s = int(command.arg or 200) / 1000 if name == "slow" else 0.0
         return await self._plain(session_id, command.rest or "hello", delay_s=delay_s)
 

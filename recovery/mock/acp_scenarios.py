@@ -22,6 +22,9 @@ Commands (the rest of the prompt is the question):
                        holds a NUL byte)
   /tool[:kind] [PATH]  a tool call of that kind (read by default) with a permission request,
                        naming PATH (absolute) or notes.md in its working directory
+  /edit NAME TEXT      an edit of NAME (working directory) to TEXT, its diff in the request; the
+                       file is written only if allowed (recovery.mock.acp_approvals)
+  /exec COMMAND        a command (kind execute, titled COMMAND) asked for and never run
   /read-file NAME      a read tool call that really reads NAME in the working directory (bytes
                        as UTF-8, undecodable ones as lone surrogates, NUL as is) and shows its
                        content as the tool's output, then a thought and an answer quoting it

@@ -28,9 +28,10 @@ State = PromptGeneration.State
 
 def generation_heartbeat(*, generation_ids: Iterable[int]) -> None:
     """The worker running these generations is alive (one UPDATE for all of them)."""
-    PromptGeneration.objects.filter(pk__in=list(generation_ids), state=State.RUNNING).update(
-        heartbeat_at=timezone.now()
-    )
+    # A turn waiting for a person's approval is still held (and heartbeated) by its worker.
+    PromptGeneration.objects.filter(
+        pk__in=list(generation_ids), state__in=PromptGeneration.WORKER_STATES
+    ).update(heartbeat_at=timezone.now())
 
 
 def generations_reap_lost(*, silent_for_s: float) -> list[int]:
@@ -39,7 +40,7 @@ def generations_reap_lost(*, silent_for_s: float) -> list[int]:
     output is closed as incomplete and the session offers Resume and Start fresh. Returns ids."""
     cutoff = timezone.now() - dt.timedelta(seconds=silent_for_s)
     lost = PromptGeneration.objects.select_related("session").filter(
-        state=State.RUNNING, heartbeat_at__lt=cutoff
+        state__in=PromptGeneration.WORKER_STATES, heartbeat_at__lt=cutoff
     )
     reaped = []
     for generation in lost:

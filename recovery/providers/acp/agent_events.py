@@ -107,6 +107,8 @@ class AgentPermission:
     tool_call_id: str
     granted: bool
     option_kind: str | None  # allow_once | allow_always | reject_once | reject_always | None
+    tool_kind: str | None = None  # read, edit, execute, ... as the agent named it
+    asked: bool = False  # a person answered (the ASK policy), not the policy alone
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ seen so far); this module only turns the chosen option into the protocol's respo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from acp.schema import (
@@ -19,8 +19,9 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-# (tool_call, options) -> the chosen option's id, or None to refuse
-PermissionAnswer = Callable[[ToolCallUpdate, list[PermissionOption]], str | None]
+# (tool_call, options) -> the chosen option's id, or None to refuse; awaited, since under the ASK
+# policy a person answers (the SDK keeps reading the agent's frames meanwhile).
+PermissionAnswer = Callable[[ToolCallUpdate, list[PermissionOption]], Awaitable[str | None]]
 
 
 class KandevClient:
@@ -34,7 +35,7 @@ class KandevClient:
         options: list[PermissionOption],
         **kwargs: Any,
     ) -> RequestPermissionResponse:
-        option_id = self._answer(tool_call, options)
+        option_id = await self._answer(tool_call, options)
         if option_id is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(

@@ -1,10 +1,12 @@
-"""Answering an agent's permission requests by a configured policy, never by asking a person.
+"""Answering an agent's permission requests by a configured policy, or by asking a person.
 
-The read-only policy is path-aware: a read or a search passes without asking only when every path
-the call names resolves, symlinks followed, inside the agent's working directory. A call that
-names no path we can check, a path with a NUL, or one that leaves the directory (``..``, an
-absolute path elsewhere, a symlink planted inside that points out) is refused like an edit. The
-agent's sandbox already hides everything else; this keeps the transcript from even asking.
+Under ``ASK`` (a target's default) whatever the read-only policy would grant passes without
+asking, and every other request goes to a person (``asking.py``). The read-only policy is
+path-aware: a read or a search passes without asking only when every path the call names
+resolves, symlinks followed, inside the agent's working directory. A call that names no path we
+can check, a path with a NUL, or one that leaves the directory (``..``, an absolute path
+elsewhere, a symlink planted inside that points out) is refused like an edit. The agent's
+sandbox already hides everything else; this keeps the transcript from even asking.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 
 class PermissionPolicy(enum.StrEnum):
+    ASK = "ask"
     ALLOW_READ_ONLY = "allow_read_only"
     ALLOW_ALL = "allow_all"
     DENY_ALL = "deny_all"
@@ -113,6 +116,21 @@ def read_is_contained(*, request: ToolRequest, workspace: Workspace) -> bool:
     return bool(request.paths) and all(workspace.contains(path) for path in request.paths)
 
 
+def _contained_read(*, request: ToolRequest, workspace: Workspace) -> bool:
+    return request.kind in READ_ONLY_KINDS and read_is_contained(
+        request=request, workspace=workspace
+    )
+
+
+def permission_asks_person(
+    *, policy: PermissionPolicy, request: ToolRequest, workspace: Workspace
+) -> bool:
+    """Whether a person answers this request: under ASK, anything but a contained read."""
+    return policy is PermissionPolicy.ASK and not _contained_read(
+        request=request, workspace=workspace
+    )
+
+
 def permission_choose(
     *,
     policy: PermissionPolicy,
@@ -120,11 +138,11 @@ def permission_choose(
     workspace: Workspace,
     options: Sequence[tuple[str, str]],
 ) -> PermissionChoice:
-    """``options`` are (option id, option kind) pairs as the agent offered them."""
+    """``options`` are (option id, option kind) pairs as the agent offered them. Under ASK this
+    is the answer given without a person (a contained read granted, everything else refused)."""
     grant = policy is PermissionPolicy.ALLOW_ALL or (
-        policy is PermissionPolicy.ALLOW_READ_ONLY
-        and request.kind in READ_ONLY_KINDS
-        and read_is_contained(request=request, workspace=workspace)
+        policy in (PermissionPolicy.ALLOW_READ_ONLY, PermissionPolicy.ASK)
+        and _contained_read(request=request, workspace=workspace)
     )
     # "once" before "always": a standing grant would outlive this policy's decision.
     for wanted in _ALLOW if grant else _REJECT:

@@ -23,9 +23,12 @@ from acp.schema import ClientCapabilities, Implementation, PermissionOption, Too
 from pydantic import ValidationError
 
 from recovery.cancel import CancelToken
+from recovery.clock import Clock, SystemClock
 from recovery.providers.acp.agent_events import AgentEvent, AgentPermission, ModelSettled, PromptEnd
+from recovery.providers.acp.asking import PermissionAsker, ask_await, ask_from
 from recovery.providers.acp.client import KandevClient
 from recovery.providers.acp.convert import settled_model, update_events
+from recovery.providers.acp.deadline import PausableDeadline
 from recovery.providers.acp.egress import egress_bridges
 from recovery.providers.acp.evidence import AttemptEvidence, evidence_observe, evidence_start
 from recovery.providers.acp.failure import (
@@ -36,7 +39,13 @@ from recovery.providers.acp.failure import (
     failure_build,
 )
 from recovery.providers.acp.metadata import allowed_identity
-from recovery.providers.acp.permissions import ToolRequest, permission_choose, request_paths
+from recovery.providers.acp.permissions import (
+    PermissionPolicy,
+    ToolRequest,
+    permission_asks_person,
+    permission_choose,
+    request_paths,
+)
 from recovery.providers.acp.process import StderrTail, agent_process
 from recovery.providers.acp.redaction import OutputRedactor
 from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
@@ -46,6 +55,7 @@ from recovery.taxonomy import Kind, Phase, Source
 
 CLIENT_INFO = Implementation(name="kandev-web", version="1")
 _EXIT_WAIT_S = 5.0
+_GRANTING = ("allow_once", "allow_always")
 UNFINISHED_TURN = "the agent ended its turn, but no model call of it finished"
 
 
@@ -64,12 +74,22 @@ class AcpPromptRun:
         spec: AcpPromptSpec,
         on_event: Callable[[AgentEvent], None],
         cancel: CancelToken | None = None,
+        asker: PermissionAsker | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        """``asker`` answers the requests the ASK policy puts to a person; without one they are
+        refused as under read-only. ``clock`` measures the prompt timeout."""
         if not spec.command:
             raise ValueError("an ACP target needs a command line")
         self.spec = spec
         self._on_event = on_event
         self._cancel = cancel
+        self._asker = asker
+        self._clock: Clock = clock or SystemClock()
+        self._stop = asyncio.Event()
+        self._deadline = PausableDeadline(
+            limit_s=spec.prompt_timeout_s, clock=self._clock, pause_budget_s=spec.ask_budget_s
+        )
         self._evidence: AttemptEvidence = evidence_start(correlation=spec.correlation)
         self._shaper = StreamShaper(cursor_agent=False)
         self._redactor = OutputRedactor(known_values=secret_env_values(spec.env))
@@ -85,7 +105,7 @@ class AcpPromptRun:
 
     async def execute(self) -> PromptOutcome:
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
+        stop = self._stop
         unsubscribe = (
             self._cancel.on_cancel(lambda: loop.call_soon_threadsafe(stop.set))
             if self._cancel is not None
@@ -219,12 +239,22 @@ class AcpPromptRun:
     async def _await_prompt(self, conn: Any, process: Any, prompt: Any, stop: asyncio.Event) -> Any:
         task = asyncio.ensure_future(prompt)
         stopping = asyncio.ensure_future(stop.wait())
+        deadline = self._deadline
+        done: set[Any] = set()
         try:
-            done, _ = await asyncio.wait(
-                {task, stopping},
-                timeout=self.spec.prompt_timeout_s,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+            # The timeout is read again whenever a permission wait begins or ends: the time a
+            # person takes to answer is not the agent's (deadline.py).
+            while not done & {task, stopping} and not deadline.expired():
+                deadline.changed.clear()
+                changed = asyncio.ensure_future(deadline.changed.wait())
+                try:
+                    done, _ = await asyncio.wait(
+                        {task, stopping, changed},
+                        timeout=deadline.remaining(),
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                finally:
+                    changed.cancel()
         finally:
             stopping.cancel()
         if task in done:
@@ -314,7 +344,7 @@ class AcpPromptRun:
 
     # ---- permission requests (called by the SDK client, client.py) ------------------------
 
-    def _permission_answer(
+    async def _permission_answer(
         self, tool_call: ToolCallUpdate, options: list[PermissionOption]
     ) -> str | None:
         kind = tool_call.kind or self._shaper.tool_kinds.get(tool_call.tool_call_id)
@@ -322,19 +352,45 @@ class AcpPromptRun:
             locations=[location.path for location in tool_call.locations or ()],
             raw_input=tool_call.raw_input,
         )
-        choice = permission_choose(
-            policy=self.spec.permission_policy,
-            request=ToolRequest(kind=kind, paths=paths),
-            workspace=self.spec.workspace,
-            options=[(option.option_id, option.kind) for option in options],
-        )
+        request = ToolRequest(kind=kind, paths=paths)
+        workspace = self.spec.workspace
+        policy = self.spec.permission_policy
+        if self._asker is not None and permission_asks_person(
+            policy=policy, request=request, workspace=workspace
+        ):
+            ask = ask_from(tool_call=tool_call, options=options, kind=kind, paths=paths)
+            option_id = await ask_await(
+                answer=self._asker(ask), stop=self._stop, deadline=self._deadline
+            )
+            offered = {option.option_id: str(option.kind) for option in options}
+            option_kind = offered.get(option_id) if option_id is not None else None
+            if option_kind is None:
+                option_id = None  # not one the agent offered: answered as cancelled
+            granted, asked = option_kind in _GRANTING, True
+        else:
+            choice = permission_choose(
+                policy=PermissionPolicy.ALLOW_READ_ONLY
+                if policy is PermissionPolicy.ASK
+                else policy,
+                request=request,
+                workspace=workspace,
+                options=[(option.option_id, option.kind) for option in options],
+            )
+            option_id, option_kind, granted, asked = (
+                choice.option_id,
+                choice.option_kind,
+                choice.granted,
+                False,
+            )
         self._emit_all(
             self._shaper.feed(
                 AgentPermission(
                     tool_call_id=tool_call.tool_call_id,
-                    granted=choice.granted,
-                    option_kind=choice.option_kind,
+                    granted=granted,
+                    option_kind=option_kind,
+                    tool_kind=kind,
+                    asked=asked,
                 )
             )
         )
-        return choice.option_id
+        return option_id

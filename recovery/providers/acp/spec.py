@@ -29,6 +29,8 @@ class AcpPromptSpec:
     env: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold keys
     permission_policy: PermissionPolicy = PermissionPolicy.ALLOW_READ_ONLY
     prompt_timeout_s: float | None = None
+    # How much time spent waiting for a person may extend the prompt timeout, in all (None: any).
+    ask_budget_s: float | None = None
     cancel_grace_s: float = 5.0
     stderr_tail_bytes: int = 8 * 1024
     # The earlier conversation, sent as a leading text block: a fresh agent process remembers

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from recovery.cancel import CancelToken
 from recovery.providers.acp.agent_events import AgentEvent
+from recovery.providers.acp.asking import PermissionAsker
 from recovery.providers.acp.failure import PromptCompleted, PromptFailure, PromptOutcome
 from recovery.providers.acp.run import AcpPromptRun
 from recovery.providers.acp.spec import AcpPromptSpec
@@ -32,7 +33,7 @@ class _Crashed:
 
 
 def acp_prompt_iter(
-    spec: AcpPromptSpec, *, cancel: CancelToken | None = None
+    spec: AcpPromptSpec, *, cancel: CancelToken | None = None, asker: PermissionAsker | None = None
 ) -> Iterator[AgentEvent | PromptOutcome]:
     items: queue.SimpleQueue[AgentEvent | PromptOutcome | _Crashed] = queue.SimpleQueue()
     # Our own token, fed by the caller's: leaving the loop early stops the agent without
@@ -43,7 +44,7 @@ def acp_prompt_iter(
     def work() -> None:
         try:
             outcome = asyncio.run(
-                AcpPromptRun(spec=spec, on_event=items.put, cancel=token).execute()
+                AcpPromptRun(spec=spec, on_event=items.put, cancel=token, asker=asker).execute()
             )
         except BaseException as error:  # noqa: BLE001 -- re-raised in the consumer's thread
             items.put(_Crashed(error))

@@ -9,7 +9,8 @@ leaving the old state (``ON_LEAVE``) and entering the new one (``ON_ENTER``), in
 transaction::
 
     queued        -> running | stopped
-    running       -> waiting_retry | succeeded | failed | stopped
+    running       -> waiting_approval | waiting_retry | succeeded | failed | stopped
+    waiting_approval -> running | failed | stopped
     waiting_retry -> running | superseded | stopped | failed
 
 Entering a state moves the session to ``SESSION_OF[state]``. Entering ``waiting_retry`` shows
@@ -59,7 +60,11 @@ LoopState = RetryLoop.State
 
 TRANSITIONS: Mapping[str, frozenset[str]] = {
     State.QUEUED: frozenset({State.RUNNING, State.STOPPED}),
-    State.RUNNING: frozenset({State.WAITING_RETRY, State.SUCCEEDED, State.FAILED, State.STOPPED}),
+    State.RUNNING: frozenset(
+        {State.WAITING_APPROVAL, State.WAITING_RETRY, State.SUCCEEDED, State.FAILED, State.STOPPED}
+    ),
+    # The worker still holds the turn: a decision resumes it; Stop or a lost worker ends it.
+    State.WAITING_APPROVAL: frozenset({State.RUNNING, State.FAILED, State.STOPPED}),
     State.WAITING_RETRY: frozenset({State.RUNNING, State.SUPERSEDED, State.STOPPED, State.FAILED}),
 }
 ENDED_STATES = (State.SUCCEEDED, State.FAILED, State.STOPPED, State.SUPERSEDED)
@@ -68,6 +73,7 @@ SESSION_OF: Mapping[str, str] = {
     State.QUEUED: SessionState.QUEUED,
     State.RUNNING: SessionState.RUNNING,
     State.WAITING_RETRY: SessionState.WAITING_RETRY,
+    State.WAITING_APPROVAL: SessionState.NEEDS_APPROVAL,
     State.SUCCEEDED: SessionState.IDLE,
     State.STOPPED: SessionState.IDLE,
     State.SUPERSEDED: SessionState.IDLE,
@@ -170,6 +176,8 @@ ON_LEAVE: Mapping[str, tuple[Hook, ...]] = {
 ON_ENTER: Mapping[str, tuple[Hook, ...]] = {
     State.QUEUED: (_line_place, _session_follow, _run_enqueue),
     State.RUNNING: (_session_follow,),
+    # No hook leaves or enters it that frees the worker: the turn goes on after the decision.
+    State.WAITING_APPROVAL: (_session_follow,),
     State.WAITING_RETRY: (_banner_show, _session_follow),
     State.SUCCEEDED: (_answer_mark_recovered, _loop_end, _session_follow),
     State.FAILED: (_loop_end, _session_follow),

@@ -59,7 +59,9 @@ def user_at_limit(*, user_id: int | None) -> bool:
     limit = settings.KANDEV_USER_MAX_RUNNING
     if not limit or user_id is None:
         return False
-    running = PromptGeneration.objects.filter(requested_by_id=user_id, state=State.RUNNING).count()
+    running = PromptGeneration.objects.filter(
+        requested_by_id=user_id, state__in=PromptGeneration.WORKER_STATES
+    ).count()
     return running >= limit
 
 

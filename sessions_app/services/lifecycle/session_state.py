@@ -32,7 +32,16 @@ SESSION_MOVES: Mapping[str, frozenset[str]] = {
     # Claimed by a worker; stopped before one took it.
     SessionState.QUEUED: frozenset({SessionState.RUNNING, SessionState.IDLE}),
     SessionState.RUNNING: frozenset(
-        {SessionState.WAITING_RETRY, SessionState.IDLE, SessionState.NEEDS_ATTENTION}
+        {
+            SessionState.NEEDS_APPROVAL,
+            SessionState.WAITING_RETRY,
+            SessionState.IDLE,
+            SessionState.NEEDS_ATTENTION,
+        }
+    ),
+    # Decided (the turn goes on); stopped; the worker was lost.
+    SessionState.NEEDS_APPROVAL: frozenset(
+        {SessionState.RUNNING, SessionState.IDLE, SessionState.NEEDS_ATTENTION}
     ),
     # The attempt starts; stopped or replaced; cancelled.
     SessionState.WAITING_RETRY: frozenset(
@@ -44,7 +53,14 @@ SESSION_MOVES: Mapping[str, frozenset[str]] = {
 # States announced again without moving, because what rides on them changed.
 SESSION_REFRESHES = frozenset({SessionState.QUEUED, SessionState.NEEDS_ATTENTION})
 # The task shows its most urgent session: any needing attention, else any at work.
-_AT_WORK = frozenset({SessionState.QUEUED, SessionState.RUNNING, SessionState.WAITING_RETRY})
+_AT_WORK = frozenset(
+    {
+        SessionState.QUEUED,
+        SessionState.RUNNING,
+        SessionState.NEEDS_APPROVAL,
+        SessionState.WAITING_RETRY,
+    }
+)
 
 
 class ForbiddenTransition(Exception):
