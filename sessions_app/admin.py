@@ -49,7 +49,8 @@ class ProviderTargetForm(forms.ModelForm):
             "first_chunk_timeout_s",
             "idle_timeout_s",
             "no_progress_timeout_s",
-            "permission_policy",
+            # permission_policy joins once a worker asks a person (issue 22): until then every
+            # agent is answered read-only, and a choice here would change nothing.
         ]
         help_texts = {
             "base_url": "Empty for the provider's default. Its host must be listed in "
