@@ -193,7 +193,7 @@ def tasks_list(request: TokenRequest) -> list[dict]:
     return [_task_out(t) for t in selectors.tasks_for_user(user=request.auth)]
 
 
-@api.post("/v1/tasks", response={201: TaskOut, **AUTH, **FIELDS, **JSON_BODY})
+@api.post("/v1/tasks", response={201: TaskOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING})
 def tasks_create(request: TokenRequest, payload: TaskIn) -> Status:
     task = services.task_create(owner=request.auth, title=payload.title, project_id=payload.project)
     return Status(201, _task_out(task))

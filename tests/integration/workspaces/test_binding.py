@@ -53,6 +53,13 @@ def test_the_api_answers_a_forbidden_project_like_an_unknown_one(owner, project,
     assert not Task.objects.filter(title="Bound").exists()
 
 
+def test_the_openapi_document_says_creating_a_task_can_answer_not_found():
+    # Clients generated from the document (and the schemathesis run) must expect the 404.
+    document = Client().get("/api/openapi.json").json()
+
+    assert "404" in document["paths"]["/api/v1/tasks"]["post"]["responses"]
+
+
 def board_post(user, target, project_id: int):
     client = Client()
     client.force_login(user)
