@@ -142,11 +142,16 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("KANDEV_TASK_SOFT_TIME_LIMIT", 900)
 CELERY_TASK_TIME_LIMIT = env_int("KANDEV_TASK_TIME_LIMIT", 960)
+# An agent's request waits this long for a person, then is answered reject. A turn's own time
+# limit is not spent meanwhile, up to this much in all, so a turn's task may run that much longer.
+KANDEV_APPROVAL_TIMEOUT = env_positive("KANDEV_APPROVAL_TIMEOUT", 1800.0)
+KANDEV_TURN_SOFT_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + int(KANDEV_APPROVAL_TIMEOUT)
+KANDEV_TURN_TIME_LIMIT = CELERY_TASK_TIME_LIMIT + int(KANDEV_APPROVAL_TIMEOUT)
 CELERY_TASK_DEFAULT_QUEUE = env_str("KANDEV_CELERY_QUEUE", "kandev")
 # Redis only: how long a delivered, unacknowledged message stays hidden before it is handed out
 # again (RabbitMQ requeues a dead consumer's messages at once).
 CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {} if KANDEV_BROKER_IS_RABBITMQ else {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 60}
+    {} if KANDEV_BROKER_IS_RABBITMQ else {"visibility_timeout": KANDEV_TURN_TIME_LIMIT + 60}
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
@@ -166,7 +171,6 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
         "schedule": env_float("KANDEV_QUEUE_ANNOUNCE_INTERVAL", 2.0),
     },
 }
-KANDEV_APPROVAL_TIMEOUT = env_positive("KANDEV_APPROVAL_TIMEOUT", 1800.0)  # then: rejected
 # A running generation whose worker wrote no heartbeat for this long is presumed lost.
 KANDEV_WORKER_SILENCE_S = env_float("KANDEV_WORKER_SILENCE_S", 60.0)
 

@@ -49,8 +49,7 @@ class ProviderTargetForm(forms.ModelForm):
             "first_chunk_timeout_s",
             "idle_timeout_s",
             "no_progress_timeout_s",
-            # permission_policy joins once a worker asks a person (issue 22): until then every
-            # agent is answered read-only, and a choice here would change nothing.
+            "permission_policy",
         ]
         help_texts = {
             "base_url": "Empty for the provider's default. Its host must be listed in "
@@ -86,8 +85,11 @@ class ProviderTargetForm(forms.ModelForm):
 @admin.register(ProviderTarget)
 class ProviderTargetAdmin(admin.ModelAdmin):
     form = ProviderTargetForm
-    list_display = ["name", "kind", "model", "base_url", "api_key_env", "allowed", "created_at"]
-    list_filter = ["kind"]
+    list_display = [
+        "name", "kind", "model", "base_url", "api_key_env", "permission_policy", "allowed",
+        "created_at",
+    ]  # fmt: skip
+    list_filter = ["kind", "permission_policy"]
     search_fields = ["name", "model"]
     readonly_fields = ["created_at", "refused_because"]
     inlines = [TargetFallbackInline]

@@ -149,9 +149,15 @@ def _too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 
 
 def _target_out(target: ProviderTarget) -> dict:
-    # What a person picks a target by: its name and model. How it runs (kind, agent, base URL,
-    # key variable, fallbacks) is the operator's business and stays in the admin.
-    return {"id": target.pk, "name": target.name, "model": target.model}
+    # What a person picks a target by: its name and model, and whether its agent will ask them
+    # before it edits or runs anything. How it runs (kind, agent, base URL, key variable,
+    # fallbacks) is the operator's business and stays in the admin.
+    return {
+        "id": target.pk,
+        "name": target.name,
+        "model": target.model,
+        "permission_policy": target.permission_policy,
+    }
 
 
 def _task_out(task: Task) -> dict:

@@ -70,6 +70,9 @@ class TargetOut(Schema):
     id: int
     name: str
     model: str
+    # Who answers an agent's requests to use a tool: "ask" puts edits and commands to a person
+    # (see POST /v1/sessions/{id}/approvals/{aid}/decide).
+    permission_policy: str
 
 
 class TaskIn(BodyIn):

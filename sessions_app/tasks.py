@@ -16,19 +16,28 @@ from django.conf import settings
 from recovery.providers.acp.process import agent_processes_end_all
 from sessions_app import enqueue
 from sessions_app.agent.runner import generation_retry, generation_run
-from sessions_app.approvals.services import approvals_expire
+from sessions_app.approvals.services import approvals_expire, approvals_orphans_cancel
 from sessions_app.push import push_drain
 from sessions_app.services import generations_reap_lost, generations_requeue_stale
 from sessions_app.services.lifecycle.queued import queue_positions_announce
 from sessions_app.services.sweeps import ladder_sweep
 
 
-@shared_task(name=enqueue.RUN_GENERATION)
+# A turn's task outlives the global limits by the time its agent may wait for people's approvals.
+@shared_task(
+    name=enqueue.RUN_GENERATION,
+    soft_time_limit=settings.KANDEV_TURN_SOFT_TIME_LIMIT,
+    time_limit=settings.KANDEV_TURN_TIME_LIMIT,
+)
 def run_generation(generation_id: int) -> None:
     generation_run(generation_id=generation_id)
 
 
-@shared_task(name=enqueue.RETRY_ATTEMPT)
+@shared_task(
+    name=enqueue.RETRY_ATTEMPT,
+    soft_time_limit=settings.KANDEV_TURN_SOFT_TIME_LIMIT,
+    time_limit=settings.KANDEV_TURN_TIME_LIMIT,
+)
 def retry_attempt(loop_id: int, attempt: int) -> None:
     generation_retry(loop_id=loop_id, attempt=attempt)
 
@@ -41,8 +50,9 @@ def sweep() -> int:
 
 @shared_task(name="approvals.sweep")
 def approvals_sweep() -> int:
-    """Periodic (Celery beat): reject every approval nobody answered by its deadline."""
-    return len(approvals_expire())
+    """Periodic (Celery beat): reject every approval nobody answered by its deadline, cancel
+    those whose turn is no longer held by a worker."""
+    return len(approvals_expire()) + len(approvals_orphans_cancel())
 
 
 @shared_task(name="sessions_app.requeue_stale_generations")

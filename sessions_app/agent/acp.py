@@ -39,6 +39,7 @@ from recovery.providers.acp import (
     PromptOutcome,
     acp_prompt_iter,
 )
+from recovery.providers.acp.asking import PermissionAsker
 from sessions_app.agent.acp_context import acp_prompt_text
 from sessions_app.agent.reports import CallSucceeded, HandedBack, Judged, Reports, TurnResult
 from sessions_app.agent.targets import TargetUnusable, acp_config_for
@@ -61,8 +62,12 @@ class AcpDriver:
         generation: PromptGeneration,
         attempt: int,
         cancel: CancelToken,
+        asker: PermissionAsker | None = None,
     ) -> None:
+        """``asker`` puts the requests the target's policy leaves to a person to one (the
+        runner's ApprovalAsker); without one they are refused as under read-only."""
         self.target = target
+        self.asker = asker
         self.session = session
         self.generation = generation
         self.attempt = attempt
@@ -86,7 +91,7 @@ class AcpDriver:
         outcome: PromptOutcome | None = None
         # The thread's connection goes back to the pool while it waits for the agent.
         with contextlib.closing(
-            released_between(acp_prompt_iter(spec, cancel=self.cancel))
+            released_between(acp_prompt_iter(spec, cancel=self.cancel, asker=self.asker))
         ) as items:
             for item in items:
                 if isinstance(item, (PromptCompleted, PromptFailure)):
@@ -154,5 +159,8 @@ class AcpDriver:
             context=text.context,
             correlation=self.correlation,
             prompt_timeout_s=max(1, settings.CELERY_TASK_SOFT_TIME_LIMIT - _TIMEOUT_MARGIN_S),
+            # The time people take to answer is not the agent's, up to the approval timeout in
+            # all: the turn's task limits leave room for exactly that (settings).
+            ask_budget_s=settings.KANDEV_APPROVAL_TIMEOUT,
             exit_grace_s=settings.KANDEV_AGENT_EXIT_GRACE_S,
         )

@@ -27,6 +27,8 @@ from sessions_app.agent.slots import (
     fair_share_allows,
 )
 from sessions_app.agent.turn import Turn
+from sessions_app.approvals.asker import ApprovalAsker
+from sessions_app.approvals.services import approvals_cancel
 from sessions_app.enqueue import attempt_enqueue, generation_enqueue
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import PromptGeneration, ProviderTarget
@@ -79,7 +81,7 @@ def generation_run(
             clock=clock or SystemClock(),
             rng=rng or random.Random(),
         )
-        turn.execute(_driver_for(turn, open_stream), stop_poll_interval_s=stop_poll_interval_s)
+        _turn_execute(turn, open_stream, stop_poll_interval_s=stop_poll_interval_s)
         return generation
     finally:
         if slot is not None:
@@ -153,7 +155,7 @@ def _retry_run(
         attempt=loop.attempt + 1,
         retrying=True,
     )
-    turn.execute(_driver_for(turn, open_stream), stop_poll_interval_s=stop_poll_interval_s)
+    _turn_execute(turn, open_stream, stop_poll_interval_s=stop_poll_interval_s)
     return generation
 
 
@@ -210,7 +212,28 @@ def _loop_target(loop_id: int) -> tuple[ProviderTarget | None, int | None]:
     return moved_to or generation.session.target, generation.requested_by_id
 
 
-def _driver_for(turn: Turn, open_stream: StreamOpener | None) -> Driver:
+def _turn_execute(
+    turn: Turn, open_stream: StreamOpener | None, *, stop_poll_interval_s: float
+) -> None:
+    """Run the turn with its driver. An ACP agent's requests go to a person through the turn's
+    asker; whatever it still has pending when the turn ends is cancelled, so no card waits on
+    a turn that is over."""
+    asker = None
+    if turn.target.kind == ProviderTarget.Kind.ACP:
+        asker = ApprovalAsker(generation_id=turn.generation.pk, clock=turn.clock)
+    try:
+        turn.execute(
+            _driver_for(turn, open_stream, asker), stop_poll_interval_s=stop_poll_interval_s
+        )
+    finally:
+        if asker is not None:
+            asker.close()
+            approvals_cancel(generation_id=turn.generation.pk)
+
+
+def _driver_for(
+    turn: Turn, open_stream: StreamOpener | None, asker: ApprovalAsker | None
+) -> Driver:
     """The driver for the turn's target, given what it needs to call the agent (never the Turn
     itself: a driver only reports, sessions_app/agent/reports.py)."""
     if turn.target.kind == ProviderTarget.Kind.ACP:
@@ -220,6 +243,7 @@ def _driver_for(turn: Turn, open_stream: StreamOpener | None) -> Driver:
             generation=turn.generation,
             attempt=turn.attempt,
             cancel=turn.cancel,
+            asker=asker,
         )
     return DirectDriver(
         target=turn.target,

@@ -205,7 +205,12 @@ def acp_config_for(
     if tmp.is_relative_to(seen_home):
         (home / tmp.relative_to(seen_home)).mkdir(parents=True, exist_ok=True)
     if not confined:
-        return AcpTargetConfig(command=launch.command, cwd=str(workspace), env=launch.env)
+        return AcpTargetConfig(
+            command=launch.command,
+            cwd=str(workspace),
+            env=launch.env,
+            permission_policy=PermissionPolicy(target.permission_policy),
+        )
     missing = [str(p) for p in (Path(launch.command[0]), *launch.runtime) if not p.exists()]
     if missing:
         # Inside the sandbox this would be bwrap's own error; say what is wrong instead.
@@ -231,6 +236,7 @@ def acp_config_for(
         command=sandboxed.command,
         cwd=SEEN_WORKSPACE,
         env=launch.env,
+        permission_policy=PermissionPolicy(target.permission_policy),
         host_cwd=str(workspace),
         egress=sandboxed.egress,
     )

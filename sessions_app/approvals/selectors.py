@@ -23,6 +23,8 @@ def approval_dict(approval: Approval) -> dict[str, Any]:
         "option_id": approval.option_id,
         "decided_by": approval.decided_by.username if approval.decided_by else "",
         "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
+        # Allowed without asking, by an earlier "allow always" of the session.
+        "standing": approval.standing_id is not None,
         "created": approval.created_at.isoformat(),
         "deadline": approval.deadline.isoformat(),
     }
@@ -32,3 +34,33 @@ def session_approvals(*, session_id: int) -> list[dict[str, Any]]:
     """Every approval of the session, oldest first, as approval.upserted carries them."""
     rows = Approval.objects.filter(session_id=session_id).select_related("decided_by")
     return [approval_dict(approval) for approval in rows]
+
+
+# The kinds of tool one "allow always" covers as a whole (every edit of the session, as the
+# agents' own "always" does); a command is covered only when it is the same command, and a tool
+# of no known kind only when it has the same title.
+_WHOLE_KIND = frozenset({"read", "edit", "delete", "move", "search", "fetch", "think"})
+
+
+def approval_standing(*, session_id: int, kind: str, title: str, command: str) -> Approval | None:
+    """The earliest "allow always" a person gave in this session that covers a request of this
+    kind (and command, or title), or None."""
+    allowed = Approval.objects.filter(
+        session_id=session_id, state=Approval.State.ALLOWED, standing__isnull=True, kind=kind
+    ).select_related("decided_by")
+    for approval in allowed:
+        chosen_kinds = [
+            option.get("kind") for option in approval.options
+            if option.get("option_id") == approval.option_id
+        ]  # fmt: skip
+        if chosen_kinds != ["allow_always"]:
+            continue
+        if kind == "execute":
+            covered = bool(command) and approval.command == command
+        elif kind in _WHOLE_KIND:
+            covered = True
+        else:
+            covered = bool(title) and approval.title == title
+        if covered:
+            return approval
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -19,7 +20,7 @@ from django.utils import timezone
 
 from sessions_app import event_types as event_names
 from sessions_app.approvals.models import Approval
-from sessions_app.approvals.selectors import approval_dict
+from sessions_app.approvals.selectors import approval_dict, approval_standing
 from sessions_app.errors import ApprovalDecided, ApprovalNotFound, InvalidInput
 from sessions_app.models import PromptGeneration
 from sessions_app.selectors import user_may_view
@@ -32,6 +33,9 @@ from sessions_app.services.lifecycle.approval_wait import (
 State = Approval.State
 # Option kinds (ACP PermissionOptionKind) whose choice lets the tool run.
 ALLOWING_KINDS = frozenset({"allow_once", "allow_always"})
+# A standing grant answers with the agent's own "always" when it offers one (it then stops
+# asking within its process), else with "once".
+ALLOWING_KINDS_BY_PREFERENCE = ("allow_always", "allow_once")
 # The option a timeout answers with, by preference: the agent's own refusal.
 _REJECTING_KINDS = ("reject_once", "reject_always")
 
@@ -42,6 +46,15 @@ def _announce(approval: Approval) -> None:
         type=event_names.APPROVAL_UPSERTED,
         payload={"approval": approval_dict(approval)},
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """How a settled approval answers the agent: the option chosen ("" for none: the agent is
+    told "cancelled")."""
+
+    state: str
+    option_id: str
 
 
 def approval_request(
@@ -57,24 +70,64 @@ def approval_request(
     now: dt.datetime | None = None,
 ) -> Approval:
     """Write a pending approval for the running ``generation`` and move it to waiting_approval;
-    every viewer gets the card once this commits (event_append pushes after commit)."""
+    every viewer gets the card once this commits (event_append pushes after commit). A request
+    that an earlier "allow always" of the session covers (``selectors.approval_standing``) is
+    written already allowed, in that person's name, and the turn does not wait."""
     now = now or timezone.now()
+    fields = {
+        "session": generation.session,
+        "generation": generation,
+        "tool_call_id": tool_call_id,
+        "kind": kind,
+        "title": title[:500],
+        "command": command,
+        "paths": list(paths),
+        "diff": diff,
+        "options": list(options),
+        "deadline": now + dt.timedelta(seconds=settings.KANDEV_APPROVAL_TIMEOUT),
+    }
+    standing = approval_standing(
+        session_id=generation.session_id, kind=kind, title=title, command=command
+    )
+    granting = _option_of(options, ALLOWING_KINDS_BY_PREFERENCE) if standing else ""
     with transaction.atomic():
-        approval = Approval.objects.create(
-            session=generation.session,
-            generation=generation,
-            tool_call_id=tool_call_id,
-            kind=kind,
-            title=title[:500],
-            command=command,
-            paths=list(paths),
-            diff=diff,
-            options=list(options),
-            deadline=now + dt.timedelta(seconds=settings.KANDEV_APPROVAL_TIMEOUT),
-        )
-        generation_await_approval(generation=generation)
+        if standing is not None and granting:
+            approval = Approval.objects.create(
+                **fields,
+                state=State.ALLOWED,
+                option_id=granting,
+                decided_by=standing.decided_by,
+                decided_at=now,
+                standing=standing,
+            )
+        else:
+            approval = Approval.objects.create(**fields)
+            generation_await_approval(generation=generation)
         _announce(approval)
     return approval
+
+
+def approval_answer(*, approval_id: int, now: dt.datetime | None = None) -> Answer | None:
+    """The answer for the agent once the approval is settled; None while it waits. One past its
+    deadline is answered reject here, so a turn never depends on the beat's sweep to end."""
+    now = now or timezone.now()
+    approval = Approval.objects.filter(pk=approval_id).first()
+    if approval is None:
+        return Answer(state=State.CANCELLED, option_id="")
+    if approval.state == State.PENDING:
+        if approval.deadline > now:
+            return None
+        with transaction.atomic():
+            _settle(approval_id, state=State.TIMED_OUT, option_id=_rejecting_option(approval))
+        approval.refresh_from_db()
+    return Answer(state=approval.state, option_id=approval.option_id)
+
+
+def approval_cancel(*, approval_id: int) -> bool:
+    """The turn stopped asking (Stop, its prompt ended): the card says so. False when it was
+    already settled."""
+    with transaction.atomic():
+        return _settle(approval_id, state=State.CANCELLED) is not None
 
 
 def _settle(approval_id: int, **fields: Any) -> Approval | None:
@@ -119,12 +172,17 @@ def approval_decide(
     return settled
 
 
+def _option_of(options: Sequence[dict[str, str]], kinds: Sequence[str]) -> str:
+    for kind in kinds:
+        for option in options:
+            if option.get("kind") == kind:
+                return str(option.get("option_id", ""))
+    return ""
+
+
 def _rejecting_option(approval: Approval) -> str:
-    for kind in _REJECTING_KINDS:
-        for option in approval.options:
-            if option["kind"] == kind:
-                return str(option["option_id"])
-    return ""  # the agent offered no refusal: the asker answers "cancelled"
+    # "": the agent offered no refusal, and the asker answers "cancelled".
+    return _option_of(approval.options, _REJECTING_KINDS)
 
 
 def approvals_expire(*, now: dt.datetime | None = None) -> list[int]:
@@ -148,6 +206,23 @@ def approvals_cancel(*, generation_id: int) -> list[int]:
     return cancelled
 
 
+def approvals_orphans_cancel() -> list[int]:
+    """Cancel pending approvals whose turn no worker holds any more (it ended, or its worker was
+    lost): nobody would act on their answer. The beat's sweep; returns their ids."""
+    orphans = Approval.objects.filter(state=State.PENDING).exclude(
+        generation__state__in=PromptGeneration.WORKER_STATES
+    )
+    cancelled = []
+    for approval_id in orphans.values_list("pk", flat=True):
+        with transaction.atomic():
+            if _settle(approval_id, state=State.CANCELLED):
+                cancelled.append(approval_id)
+    return cancelled
+
+
 def approval_resume(*, generation: PromptGeneration) -> bool:
-    """The worker got its answer: the generation runs again (the session shows it running)."""
+    """The worker got its answer: the generation runs again (the session shows it running),
+    unless another of its requests still waits for a person."""
+    if Approval.objects.filter(generation=generation, state=State.PENDING).exists():
+        return False
     return generation_approval_resume(generation=generation)

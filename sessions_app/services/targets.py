@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from sessions_app.errors import InvalidInput, SessionNotFound, StateConflict, UnknownReference
-from sessions_app.models import ProviderTarget, Session, TargetFallback
+from sessions_app.models import PermissionPolicyChoice, ProviderTarget, Session, TargetFallback
 from sessions_app.selectors import session_switch_targets, user_may_view
 from sessions_app.services.lifecycle.generation import generation_supersede_waiting
 from sessions_app.services.lifecycle.session_state import session_card_refresh
@@ -50,6 +50,12 @@ def target_fields_check(
         raise InvalidInput("model", "is required for direct provider targets")
 
 
+def _policy_check(policy: str) -> None:
+    if policy not in PermissionPolicyChoice.values:
+        choices = ", ".join(PermissionPolicyChoice.values)
+        raise InvalidInput("permission_policy", f"must be one of {choices}")
+
+
 def target_create(
     *,
     name: str,
@@ -58,6 +64,7 @@ def target_create(
     model: str = "",
     api_key_env: str = "",
     agent_kind: str = "",
+    permission_policy: str = PermissionPolicyChoice.ASK,
     fallbacks: Sequence[int] = (),
 ) -> ProviderTarget:
     """Create a provider target with its ordered fallbacks (ids of existing targets). For staff
@@ -66,6 +73,7 @@ def target_create(
     target_fields_check(
         kind=kind, base_url=base_url, model=model, api_key_env=api_key_env, agent_kind=agent_kind
     )
+    _policy_check(permission_policy)
     fallback_ids = list(fallbacks)
     if len(set(fallback_ids)) != len(fallback_ids):
         raise InvalidInput("fallbacks", "must not name a target twice")
@@ -83,6 +91,7 @@ def target_create(
             model=model,
             api_key_env=api_key_env,
             agent_kind=agent_kind,
+            permission_policy=permission_policy,
         )
         TargetFallback.objects.bulk_create(
             TargetFallback(target=target, fallback_id=fallback_id, position=position)
@@ -99,6 +108,7 @@ def target_update(
     model: str | None = None,
     api_key_env: str | None = None,
     agent_kind: str | None = None,
+    permission_policy: str | None = None,
 ) -> ProviderTarget:
     """Change the given fields of an existing target (None leaves one as it is), checked like a
     new target as a whole."""
@@ -110,9 +120,12 @@ def target_update(
             "model": model,
             "api_key_env": api_key_env,
             "agent_kind": agent_kind,
+            "permission_policy": permission_policy,
         }.items()
         if value is not None
     }
+    if permission_policy is not None:
+        _policy_check(permission_policy)
     fields = {
         field: changes.get(field, getattr(target, field))
         for field in ("kind", "base_url", "model", "api_key_env", "agent_kind")

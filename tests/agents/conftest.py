@@ -27,7 +27,13 @@ from sessions_app.agent.registry import AGENTS
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.agent.targets import acp_config_for
 from sessions_app.ladder.models import RetryLoop
-from sessions_app.models import Message, PromptGeneration, ProviderTarget, SessionEvent
+from sessions_app.models import (
+    Message,
+    PermissionPolicyChoice,
+    PromptGeneration,
+    ProviderTarget,
+    SessionEvent,
+)
 from sessions_app.services import prompt_submit, session_create
 
 REAL_AGENTS = ("claude", "codex", "gemini")
@@ -98,7 +104,15 @@ class AgentChat:
         urllib.request.urlopen(request, timeout=10).close()
 
 
-def agent_chat(kind: str, *, owner, mock_url: str) -> AgentChat:
+def agent_chat(
+    kind: str,
+    *,
+    owner,
+    mock_url: str,
+    permission_policy: str = PermissionPolicyChoice.ALLOW_READ_ONLY,
+) -> AgentChat:
+    """A chat with the real ``kind`` agent. Its requests are answered read-only unless the test
+    names another policy: under ask, a turn waits for a person the test must play."""
     conversation = f"{kind}-{uuid.uuid4().hex[:12]}"
     target = ProviderTarget.objects.create(
         name=f"{AGENTS[kind].label} {conversation}",
@@ -106,6 +120,7 @@ def agent_chat(kind: str, *, owner, mock_url: str) -> AgentChat:
         agent_kind=kind,
         base_url=f"{mock_url}/conversations/{conversation}{URL_SUFFIX[kind]}",
         model=AGENTS[kind].default_model,
+        permission_policy=permission_policy,
     )
     config = acp_config_for(target, session_id=0)
     # The agent's own command line follows its sandbox's, after the last "--".

@@ -8,7 +8,7 @@ import factory
 from django.conf import settings
 from factory.django import DjangoModelFactory
 
-from sessions_app.models import PromptGeneration, ProviderTarget, Session
+from sessions_app.models import PermissionPolicyChoice, PromptGeneration, ProviderTarget, Session
 from sessions_app.services import session_create
 
 
@@ -36,6 +36,9 @@ class ProviderTargetFactory(DjangoModelFactory):
     name = "Mock"
     kind = ProviderTarget.Kind.MOCK
     model = "mock-1"
+    # Not the product's default (ask): a test whose agent asks must say who answers, or its turn
+    # would wait for a person nobody plays.
+    permission_policy = PermissionPolicyChoice.ALLOW_READ_ONLY
 
 
 class SessionFactory(DjangoModelFactory):

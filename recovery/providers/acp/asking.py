@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,8 @@ from typing import Any
 from acp.schema import FileEditToolCallContent, PermissionOption, ToolCallUpdate
 
 from recovery.providers.acp.deadline import PausableDeadline
+
+logger = logging.getLogger(__name__)
 
 # Bounds on what one card carries: a request is shown, not archived.
 RAW_INPUT_CHARS = 2_000
@@ -131,5 +134,10 @@ async def ask_await(
     except asyncio.CancelledError:
         if not asking.cancelled():
             raise
+        return None
+    except Exception:
+        # Nobody can answer (say, the database went away): the tool must not run, and the agent
+        # is told "cancelled" rather than left with a protocol error it may retry.
+        logger.exception("asking a person failed; the request is answered cancelled")
         return None
     return result if isinstance(result, str) else None

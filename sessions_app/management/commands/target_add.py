@@ -17,7 +17,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from sessions_app.errors import InvalidInput
-from sessions_app.models import ProviderTarget
+from sessions_app.models import PermissionPolicyChoice, ProviderTarget
 from sessions_app.services import target_create, target_update
 
 
@@ -38,6 +38,11 @@ class Command(BaseCommand):
             help="ACP only: the registry's agent kind (never a command line)",
         )
         parser.add_argument(
+            "--permissions",
+            choices=PermissionPolicyChoice.values,
+            help="ACP only: who answers the agent's requests to use a tool (default: ask a person)",
+        )
+        parser.add_argument(
             "--fallback",
             action="append",
             default=[],
@@ -54,6 +59,7 @@ class Command(BaseCommand):
             "base_url": options["base_url"],
             "api_key_env": options["key_env"],
             "agent_kind": options["agent"],
+            "permission_policy": options["permissions"],
         }
         try:
             if update:

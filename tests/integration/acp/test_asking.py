@@ -107,6 +107,19 @@ async def test_an_answer_the_agent_did_not_offer_is_answered_cancelled(mock_agen
     assert [(p.granted, p.option_kind) for p in permissions(events)] == [(False, None)]
 
 
+async def test_an_asker_that_breaks_answers_cancelled_and_the_tool_never_runs(mock_agent):
+    def broken(ask):
+        raise ConnectionError("the database went away")
+
+    events, outcome = await run(
+        mock_agent.spec("/edit notes.md new line", policy=PermissionPolicy.ASK), Person(broken)
+    )
+
+    assert not (mock_agent.cwd / "notes.md").exists()
+    assert [(p.granted, p.option_kind) for p in permissions(events)] == [(False, None)]
+    assert isinstance(outcome, PromptCompleted) and outcome.stop_reason == "cancelled"
+
+
 async def test_a_command_is_asked_with_the_command_as_what_will_run(mock_agent):
     person = Person(lambda ask: "reject")
 

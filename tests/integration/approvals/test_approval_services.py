@@ -24,7 +24,7 @@ from sessions_app.models import PromptGeneration, Session
 from sessions_app.services import generation_claim, prompt_submit
 from sessions_app.services.lifecycle.generation import generation_end
 from sessions_app.services.sweeps import generations_reap_lost
-from sessions_app.tasks import approvals_sweep
+from sessions_app.tasks import approvals_sweep, retry_attempt, run_generation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -178,3 +178,14 @@ def test_a_late_viewer_reads_the_pending_card_with_its_diff_and_options(session,
 
     assert (card["id"], card["state"], card["options"]) == (approval.pk, "pending", OPTIONS)
     assert card["diff"] == {"path": "notes.txt", "old_text": "a\n", "new_text": "b\n"}
+
+
+def test_a_turns_task_may_outlive_the_global_limits_by_the_time_people_may_take(settings):
+    waited = int(settings.KANDEV_APPROVAL_TIMEOUT)
+
+    for task in (run_generation, retry_attempt):
+        assert task.soft_time_limit == settings.CELERY_TASK_SOFT_TIME_LIMIT + waited
+        assert task.time_limit == settings.CELERY_TASK_TIME_LIMIT + waited
+    # Redis would hand a still-running turn's message to another worker after this long.
+    visibility = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout")
+    assert visibility is None or visibility > run_generation.time_limit

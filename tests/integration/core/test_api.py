@@ -47,7 +47,12 @@ def test_a_client_picks_an_operators_target_creates_a_task_and_session_then_prom
     owner_api, target, celery_queue
 ):
     [listed] = owner_api.get("/api/v1/targets").json()
-    assert listed == {"id": target.pk, "name": "Mock", "model": "mock-1"}
+    assert listed == {
+        "id": target.pk,
+        "name": "Mock",
+        "model": "mock-1",
+        "permission_policy": target.permission_policy,
+    }
     status, task = post(owner_api, "/api/v1/tasks", {"title": "Ship it"})
     assert status == 201 and task["status"] == "open"
     status, session = post(

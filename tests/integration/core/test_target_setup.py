@@ -127,6 +127,7 @@ def admin_form(**fields) -> dict:
         "model": "claude-x",
         "api_key_env": "ANTHROPIC_API_KEY",
         "command": "",
+        "permission_policy": "ask",
         "fallback_links-TOTAL_FORMS": "0",
         "fallback_links-INITIAL_FORMS": "0",
         **fields,
@@ -166,6 +167,28 @@ def test_the_admin_flags_a_target_edited_in_the_database_that_workers_would_refu
 
     assert 'alt="False"' in listing
     assert "SECRET_KEY is not a provider key variable" in page.content.decode()
+
+
+def test_the_admin_offers_the_permission_policy_with_ask_chosen_for_a_new_target(staff_browser):
+    page = staff_browser.get("/admin/sessions_app/providertarget/add/").content.decode()
+
+    assert '<option value="ask" selected>' in page
+    response = staff_browser.post(
+        "/admin/sessions_app/providertarget/add/", admin_form(permission_policy="deny_all")
+    )
+    assert response.status_code == 302
+    assert ProviderTarget.objects.get().permission_policy == "deny_all"
+
+
+def test_target_add_sets_and_changes_who_answers_an_agents_requests():
+    target_add("Agent", "--kind", "acp", "--agent", "mock")
+    assert ProviderTarget.objects.get(name="Agent").permission_policy == "ask"
+
+    target_add("Agent", "--update", "--permissions", "allow_read_only")
+
+    assert ProviderTarget.objects.get(name="Agent").permission_policy == "allow_read_only"
+    with pytest.raises(CommandError):
+        target_add("Agent", "--update", "--permissions", "everything")
 
 
 def test_an_ordinary_user_can_not_reach_the_target_admin(owner):
