@@ -205,9 +205,13 @@ def tasks_create(request: TokenRequest, payload: TaskIn) -> Status:
     return Status(201, _task_out(task))
 
 
-@api.patch("/v1/tasks/{task_id}", response={200: TaskOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING})
+@api.patch(
+    "/v1/tasks/{task_id}",
+    response={200: TaskOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
+)
 def tasks_update(request: TokenRequest, task_id: int, payload: TaskPatchIn) -> Status | dict:
-    """Rename, archive or unarchive one of the caller's tasks; a foreign id is a plain 404."""
+    """Rename, archive or unarchive one of the caller's tasks; a foreign id is a plain 404, and
+    archiving while one of its prompts is queued, running or waiting answers 409."""
     task = selectors.task_for_user(user=request.auth, task_id=task_id)
     if task is None:
         return Status(404, NOT_FOUND)

@@ -22,6 +22,7 @@ from sessions_app.errors import (
     CapReached,
     DomainError,
     InvalidInput,
+    StateConflict,
     http_headers,
     http_status,
 )
@@ -145,10 +146,12 @@ def _task_page(
     *,
     rename_form: TaskRenameForm | None = None,
     session_form: SessionCreateForm | None = None,
+    archive_error: str = "",
     status: int = 200,
 ) -> HttpResponse:
     session_form = session_form or SessionCreateForm(initial={"task": task.pk})
     context = {
+        "archive_error": archive_error,
         **_new_session_context(request, session_form),
         "task": task,
         "sessions": list(task.sessions.select_related("target").order_by("-updated_at", "-id")),
@@ -206,7 +209,10 @@ def task_rename_view(request: SignedInRequest, task_id: int) -> HttpResponse:
 @login_required
 def task_archive_view(request: SignedInRequest, task_id: int) -> HttpResponse:
     task = _task_or_404(request, task_id)
-    task_archive(task=task)
+    try:
+        task_archive(task=task)
+    except StateConflict as refused:
+        return _task_page(request, task, archive_error=f"Archiving {refused.message}.", status=409)
     return redirect("board")
 
 

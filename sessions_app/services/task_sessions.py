@@ -10,11 +10,12 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from sessions_app.errors import InvalidInput, UnknownReference
-from sessions_app.models import ProviderTarget, Session, Task
+from sessions_app.errors import InvalidInput, StateConflict, UnknownReference
+from sessions_app.models import PromptGeneration, ProviderTarget, Session, Task
 from sessions_app.push import board_push
 from sessions_app.services.caps import session_rate_take
 from sessions_app.services.targets import name_check
+from sessions_app.workspaces import wording
 from sessions_app.workspaces.services import (
     task_workspace_bind,
     worktree_remove,
@@ -57,7 +58,13 @@ def task_rename(*, task: Task, title: str) -> Task:
 
 def task_archive(*, task: Task) -> Task:
     """Take the task off the board; its sessions and history stay, and its worktree (if bound
-    to a project) is removed, its branch kept. Archiving twice is a no-op."""
+    to a project) is removed, its branch kept. Archiving twice is a no-op. StateConflict while
+    one of its sessions has a prompt queued, running or waiting: the worktree would vanish under
+    its agent."""
+    if PromptGeneration.objects.filter(
+        session__task_id=task.pk, state__in=PromptGeneration.ACTIVE_STATES
+    ).exists():
+        raise StateConflict("archive", wording.TASK_BUSY_ARCHIVE)
     with transaction.atomic():
         Task.objects.filter(pk=task.pk, archived_at__isnull=True).update(archived_at=timezone.now())
         task.refresh_from_db(fields=["archived_at"])

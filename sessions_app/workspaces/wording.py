@@ -47,3 +47,9 @@ REVIEW_UNREADABLE = (
 
 def review_removed(branch: str) -> str:
     return f"The worktree was removed when the task was archived; its branch {branch} is kept."
+
+
+TASK_BUSY_ARCHIVE = (
+    "cannot happen while an agent is working on this task (a prompt is queued, running or waiting "
+    "for an approval): stop it or let it finish first"
+)

@@ -8,13 +8,23 @@ import shutil
 from pathlib import Path
 
 import pytest
+from django.test import Client
 
-from sessions_app.errors import WorkspaceUnusable
-from sessions_app.services.task_sessions import task_archive, task_create, task_unarchive
+from sessions_app.api_auth import api_token_create
+from sessions_app.errors import StateConflict, WorkspaceUnusable
+from sessions_app.models import PromptGeneration
+from sessions_app.services import prompt_submit
+from sessions_app.services.task_sessions import (
+    session_create,
+    task_archive,
+    task_create,
+    task_unarchive,
+)
 from sessions_app.workspaces.models import TaskWorkspace
 from sessions_app.workspaces.selectors import task_workspace
 from sessions_app.workspaces.services import worktree_ensure, worktree_remove
 from tests.integration.workspaces.conftest import git
+from tests.support.factories import ProviderTargetFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -131,3 +141,46 @@ def test_a_repository_moved_out_of_the_roots_is_refused(bound_task, settings, tm
         worktree_ensure(task_id=bound_task.pk)
 
     assert caught.value.code == "workspace_repository_missing"
+
+
+def test_archiving_is_refused_while_an_agent_works_in_the_worktree(bound_task, repo, owner):
+    path = worktree_ensure(task_id=bound_task.pk)
+    session = session_create(
+        owner=owner, target=ProviderTargetFactory(), title="Busy", task=bound_task
+    )
+    generation = prompt_submit(session=session, user=owner, text="keep working")
+
+    with pytest.raises(StateConflict, match="while an agent is working"):
+        task_archive(task=bound_task)
+    page = page_client(owner).post(f"/tasks/{bound_task.pk}/archive/")
+
+    assert page.status_code == 409
+    assert "Archiving cannot happen while an agent is working" in page.content.decode()
+    assert path.exists()
+    bound_task.refresh_from_db()
+    assert bound_task.archived_at is None
+    # Once the prompt is over, archiving goes ahead.
+    PromptGeneration.objects.filter(pk=generation.pk).update(state=PromptGeneration.State.STOPPED)
+    task_archive(task=bound_task)
+    assert not path.exists()
+
+
+def page_client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_api_answers_archiving_a_busy_task_with_409(bound_task, owner):
+    session = session_create(
+        owner=owner, target=ProviderTargetFactory(), title="Busy", task=bound_task
+    )
+    prompt_submit(session=session, user=owner, text="keep working")
+    client = Client(headers={"authorization": f"Bearer {api_token_create(user=owner)}"})
+
+    response = client.patch(
+        f"/api/v1/tasks/{bound_task.pk}", data={"archived": True}, content_type="application/json"
+    )
+
+    assert response.status_code == 409
+    assert "while an agent is working" in response.json()["detail"]
