@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sessions_app.workspaces.git import GitFailed, GitPlace, git_run, git_text
+from sessions_app.workspaces.places import tree_exceeds
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,8 @@ def snapshot_store_ensure(*, store: Path) -> GitPlace:
 
 def snapshot_take(*, workspace: Path, store: Path, limits: SnapshotLimits) -> Snapshot:
     """The workspace's full state now, as a tree in ``store``; never raises for a bad workspace."""
-    if not workspace.is_dir() or _too_large(workspace, limits):
+    too_large = tree_exceeds(workspace, max_files=limits.max_files, max_bytes=limits.max_bytes)
+    if not workspace.is_dir() or too_large:
         return Snapshot(tree=None, problem="too_large" if workspace.is_dir() else "failed")
     try:
         snapshot_store_ensure(store=store)
@@ -112,23 +114,6 @@ def snapshot_restore(*, workspace: Path, store: Path, tree: str, limits: Snapsho
         git_run(place, ["checkout-index", "--all", "--force"])
     for path in sorted(plan.remove, key=len, reverse=True):
         _prune_empty_parents(workspace, path)
-
-
-def _too_large(workspace: Path, limits: SnapshotLimits) -> bool:
-    files = size = 0
-    for root, dirs, names in os.walk(workspace, followlinks=False):
-        if root == str(workspace):
-            dirs[:] = [name for name in dirs if name != ".git"]
-            names = [name for name in names if name != ".git"]
-        for name in names:
-            files += 1
-            try:
-                size += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                continue
-            if files > limits.max_files or size > limits.max_bytes:
-                return True
-    return False
 
 
 class _temporary_index:

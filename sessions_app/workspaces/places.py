@@ -146,3 +146,23 @@ def admin_dir_for(repository: Repository, task_id: int) -> Path:
     """The worktree's folder in the git directory (``.git/worktrees/task-<id>``): named by git
     after the worktree's folder, which is named after the task id."""
     return repository.git_dir / "worktrees" / f"task-{int(task_id)}"
+
+
+def tree_exceeds(root: Path, *, max_files: int, max_bytes: int) -> bool:
+    """Whether the files under ``root`` (its own ``.git`` left out, symlinks not followed) number
+    more than ``max_files`` or weigh more than ``max_bytes``: more than the app will hash into a
+    git store. Stops counting as soon as it knows."""
+    files = size = 0
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        if folder == str(root):
+            dirs[:] = [name for name in dirs if name != ".git"]
+            names = [name for name in names if name != ".git"]
+        for name in names:
+            files += 1
+            try:
+                size += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                continue
+            if files > max_files or size > max_bytes:
+                return True
+    return False

@@ -17,12 +17,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
+
 from sessions_app.workspaces.git import GitFailed, GitPlace, git_run
 from sessions_app.workspaces.models import TaskWorkspace
 from sessions_app.workspaces.places import (
     PlaceRefused,
     admin_dir_for,
     repository_checked,
+    tree_exceeds,
     worktree_path_for,
 )
 from sessions_app.workspaces.selectors import task_workspace
@@ -47,6 +50,8 @@ class Review:
     base_commit: str
     files: tuple[FileChange, ...]
     hidden_files: int  # changed files beyond the page's caps
+    # The worktree holds more than the app hashes (the snapshot limits): nothing was read.
+    too_large: bool = False
 
     @property
     def added(self) -> int:
@@ -61,7 +66,7 @@ def worktree_patch(*, task_id: int) -> bytes | None:
     """The whole patch of the task's worktree against its base commit, or None: an unbound task,
     no worktree yet (or any more), or a repository git cannot read."""
     found = _diff(task_id, stat=False)
-    return None if found is None else found[1]
+    return None if found is None or isinstance(found, TaskWorkspace) else found[1]
 
 
 def worktree_review(*, task_id: int) -> Review | None:
@@ -69,6 +74,8 @@ def worktree_review(*, task_id: int) -> Review | None:
     found = _diff(task_id, stat=True)
     if found is None:
         return None
+    if isinstance(found, TaskWorkspace):
+        return Review(base_commit=found.base_commit, files=(), hidden_files=0, too_large=True)
     workspace, patch, numstat = found
     counts = _numstat(numstat or b"")
     patches = _file_patches(patch.decode("utf-8", "replace"))
@@ -84,7 +91,11 @@ def worktree_review(*, task_id: int) -> Review | None:
     )
 
 
-def _diff(task_id: int, *, stat: bool) -> tuple[TaskWorkspace, bytes, bytes | None] | None:
+def _diff(
+    task_id: int, *, stat: bool
+) -> tuple[TaskWorkspace, bytes, bytes | None] | TaskWorkspace | None:
+    """The worktree's patch (and numstat) against its base; just the workspace when it is larger
+    than the app will hash into the project's object store; None when there is nothing to read."""
     workspace = task_workspace(task_id=task_id)
     if workspace is None or workspace.state != TaskWorkspace.State.READY:
         return None
@@ -95,6 +106,10 @@ def _diff(task_id: int, *, stat: bool) -> tuple[TaskWorkspace, bytes, bytes | No
         return None
     if not path.is_dir() or path.is_symlink():
         return None
+    limits = review_limits()
+    if tree_exceeds(path, max_files=limits[0], max_bytes=limits[1]):
+        logger.warning("worktree of task %s not reviewed: larger than the snapshot limits", task_id)
+        return workspace
     with tempfile.TemporaryDirectory(prefix="kandev-review-") as scratch:
         place = GitPlace(
             git_dir=admin_dir_for(repository, task_id),
@@ -115,6 +130,11 @@ def _diff(task_id: int, *, stat: bool) -> tuple[TaskWorkspace, bytes, bytes | No
             logger.warning("worktree of task %s not reviewed: %s", task_id, failed.detail)
             return None
     return workspace, patch, numstat
+
+
+def review_limits() -> tuple[int, int]:
+    """(files, bytes): what the review hashes at most, the same bounds as the snapshots'."""
+    return settings.KANDEV_SNAPSHOT_MAX_FILES, settings.KANDEV_SNAPSHOT_MAX_MB * 1024 * 1024
 
 
 def _numstat(raw: bytes) -> list[tuple[str, int | None, int | None]]:

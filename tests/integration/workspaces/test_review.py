@@ -85,3 +85,20 @@ def test_it_has_nothing_to_review_before_the_first_turn_and_for_an_unbound_task(
     client.force_login(owner)
     assert "No worktree to review yet." in client.get(f"/tasks/{bound_task.pk}/").content.decode()
     assert client.get(f"/tasks/{bound_task.pk}/patch/").status_code == 404
+
+
+def test_a_worktree_larger_than_the_limits_is_not_hashed_into_the_project(
+    owner, bound_task, worked, repo, settings
+):
+    settings.KANDEV_SNAPSHOT_MAX_MB = 1
+    (worked / "huge.bin").write_bytes(b"\x01" * (2 * 1024 * 1024))
+    objects_before = git(repo, "count-objects", "-v")
+    client = Client()
+    client.force_login(owner)
+
+    section = client.get(f"/tasks/{bound_task.pk}/review/").content.decode()
+
+    assert worktree_review(task_id=bound_task.pk).too_large
+    assert "larger than the review reads" in section and "huge.bin" not in section
+    assert worktree_patch(task_id=bound_task.pk) is None
+    assert git(repo, "count-objects", "-v") == objects_before  # nothing written to the store
