@@ -65,6 +65,7 @@ from sessions_app.errors import (
 )
 from sessions_app.models import ProviderTarget, Session, Task
 from sessions_app.services import prompts, targets, task_sessions
+from sessions_app.workspaces.selectors import task_projects
 
 api = NinjaAPI(
     title="Kandev Web API",
@@ -160,9 +161,10 @@ def _target_out(target: ProviderTarget) -> dict:
     }
 
 
-def _task_out(task: Task) -> dict:
+def _task_out(task: Task, *, project: int | None = None) -> dict:
     return {
         "id": task.pk,
+        "project": project,
         "title": task.title,
         "status": task.status,
         "archived": task.archived_at is not None,
@@ -196,13 +198,15 @@ def targets_create(request: TokenRequest) -> Status:
 
 @api.get("/v1/tasks", response={200: list[TaskOut], **AUTH})
 def tasks_list(request: TokenRequest) -> list[dict]:
-    return [_task_out(t) for t in selectors.tasks_for_user(user=request.auth)]
+    tasks = list(selectors.tasks_for_user(user=request.auth))
+    bound = task_projects(task_ids=[task.pk for task in tasks])
+    return [_task_out(task, project=bound.get(task.pk)) for task in tasks]
 
 
 @api.post("/v1/tasks", response={201: TaskOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING})
 def tasks_create(request: TokenRequest, payload: TaskIn) -> Status:
     task = services.task_create(owner=request.auth, title=payload.title, project_id=payload.project)
-    return Status(201, _task_out(task))
+    return Status(201, _task_out(task, project=payload.project))
 
 
 @api.patch(
@@ -222,7 +226,7 @@ def tasks_update(request: TokenRequest, task_id: int, payload: TaskPatchIn) -> S
     elif payload.archived is False:
         task_sessions.task_unarchive(task=task)
     # The services above keep ``task`` in step with its row.
-    return _task_out(task)
+    return _task_out(task, project=task_projects(task_ids=[task.pk]).get(task.pk))
 
 
 @api.post(

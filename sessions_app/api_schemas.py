@@ -84,6 +84,7 @@ class TaskIn(BodyIn):
 
 class TaskOut(Schema):
     id: int
+    project: int | None  # the project its agents work in (a worktree of theirs); None: unbound
     title: str
     status: str
     archived: bool

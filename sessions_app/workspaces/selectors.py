@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 
@@ -11,6 +13,12 @@ from sessions_app.workspaces.models import Project, TaskWorkspace
 def task_workspace(*, task_id: int) -> TaskWorkspace | None:
     """The task's binding to a project (and its worktree), or None for an unbound task."""
     return TaskWorkspace.objects.select_related("project").filter(task_id=task_id).first()
+
+
+def task_projects(*, task_ids: Iterable[int]) -> dict[int, int]:
+    """Task id -> the id of the project it is bound to, for the bound ones among ``task_ids``."""
+    rows = TaskWorkspace.objects.filter(task_id__in=list(task_ids))
+    return dict(rows.values_list("task_id", "project_id"))
 
 
 def projects_usable(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Project]:

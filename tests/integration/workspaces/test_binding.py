@@ -42,6 +42,10 @@ def test_the_api_binds_a_task_to_a_project_its_creator_may_use(owner, project):
     assert status == 201
     workspace = task_workspace(task_id=json.loads(body)["id"])
     assert workspace is not None and workspace.project == project
+    assert json.loads(body)["project"] == project.pk
+    client = Client(headers={"authorization": f"Bearer {api_token_create(user=owner)}"})
+    listed = {task["title"]: task["project"] for task in client.get("/api/v1/tasks").json()}
+    assert listed["Bound"] == project.pk
 
 
 def test_the_api_answers_a_forbidden_project_like_an_unknown_one(owner, project, theirs):
