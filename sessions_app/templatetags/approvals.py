@@ -75,6 +75,13 @@ def option_style(kind: str | None) -> str:
 
 
 @register.filter
+def paths_beside(paths: list[str] | None, diff: Any) -> list[str]:
+    """The files to list above the change: all of them, but the one the diff shows by name."""
+    shown = diff.get("path") if isinstance(diff, dict) else None
+    return [path for path in paths or [] if path != shown]
+
+
+@register.filter
 def clock_time(iso: str | None) -> str:
     """ "12:03 UTC": the text without script (live.js shows the reader's local time)."""
     moment = _moment(iso)

@@ -59,7 +59,8 @@ def test_a_pending_card_says_what_the_agent_wants_and_who_it_waits_for():
     card = card_of(frame())
 
     assert text(card).startswith("Needs approval ✎ Edit Edit notes.txt")
-    assert "<code>notes.txt</code>" in card
+    # The file is named once, above its change.
+    assert card.count("<code>notes.txt</code>") == 1 and 'class="tool-files"' not in card
     assert '<span class="diff-added">+1</span>' in card
     assert '<span class="gi">+2</span>' in card and '<span class="gd">-two</span>' in card
     assert (
@@ -70,9 +71,14 @@ def test_a_pending_card_says_what_the_agent_wants_and_who_it_waits_for():
 
 
 def test_a_command_is_shown_in_a_code_block():
-    card = card_of(frame(kind="execute", title="make test", command="make test\n", paths=[]))
+    card = card_of(
+        frame(
+            kind="execute", title="make test", command="make test\n", paths=["Makefile"], diff=None
+        )
+    )
 
     assert "▶ Run make test" in text(card)
+    assert '<ul class="tool-files" aria-label="Files"><li><code>Makefile</code></li></ul>' in card
     command = '<pre class="approval-command" tabindex="0" aria-label="Command"><code>make test\n'
     assert command in card
 
@@ -136,7 +142,9 @@ def test_a_settled_request_is_one_line_saying_how_it_ended(overrides, line):
         .group(1)
         .endswith(f'<span class="approval-outcome">{escaped_line(line)}</span>')
     )
-    assert text(re.search(r"<summary>.*?</summary>", card).group(0)) == f"✎ Edit notes.txt {line}"
+    assert text(re.search(r"<summary>.*?</summary>", card).group(0)) == (
+        f"Edit Edit notes.txt {line}"
+    )
     assert "<button" not in html and "<form" not in html
     assert 'hx-swap-oob="true"' in card
 
