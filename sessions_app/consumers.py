@@ -53,6 +53,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from sessions_app import metrics
+from sessions_app.approvals.selectors import session_page_snapshot
 from sessions_app.errors import SessionNotFound
 from sessions_app.event_types import group_name
 from sessions_app.frames import (
@@ -64,7 +65,7 @@ from sessions_app.frames import (
     snapshot_frame,
 )
 from sessions_app.models import Session
-from sessions_app.selectors import events_after, session_for_user, session_snapshot
+from sessions_app.selectors import events_after, session_for_user
 from sessions_app.socket_limits import FrameRefused, TokenBucket, frame_parse
 from sessions_app.socket_login import LoginBoundSocket
 
@@ -123,7 +124,7 @@ def _catch_up(
         events = events_after(session=session, after_seq=after_seq, limit=limit + 1)
         if len(events) <= limit:
             return "events", events
-    return "snapshot", session_snapshot(session=session)
+    return "snapshot", session_page_snapshot(session=session)
 
 
 async def _viewers_move(delta: int) -> None:
@@ -241,7 +242,7 @@ class SessionConsumer(LoginBoundSocket, AsyncWebsocketConsumer):
             self.sent_seq = after_seq
 
     def _snapshot(self) -> dict[str, Any]:
-        return session_snapshot(session=Session.objects.get(pk=self.session_id))
+        return session_page_snapshot(session=Session.objects.get(pk=self.session_id))
 
     async def session_event(self, message: dict[str, Any]) -> None:
         seq = message["seq"]

@@ -20,6 +20,10 @@ Notices: the retry banner counts down in the browser. Every rendering of a notic
 ``data-retry-at-ms``, so each browser measures its clock offset on receipt and every device shows
 the same remaining time without a write per second.
 
+Approvals: ``approval.upserted`` becomes the card's row appended to ``#transcript`` (skipped by
+live.js when the page has it) followed by an out-of-band swap of ``#approval-N-card``, so a new
+request shows up in order and a decided one turns into its one-line outcome for every viewer.
+
 Size: Daphne refuses to send a websocket message over 1 MiB and closes the socket with 1011, and
 the page would ask again from the same point and get the same frame. So no frame is larger than
 ``MAX_FRAME_BYTES``: ``replay_frames`` packs a replay into as many frames as it takes (each one
@@ -236,6 +240,24 @@ def _notice_deleted(frame: _Frame, payload: dict[str, Any]) -> str:
     )
 
 
+def _approval_upserted(frame: _Frame, payload: dict[str, Any]) -> str:
+    # Two swaps: the row appended to the transcript unless the page has it already (live.js
+    # skips a data-created fragment whose id exists: a pending card seen before, or one the
+    # snapshot brought), then the card replaced by id, so every viewer's card shows the answer.
+    approval = payload["approval"]
+    context = {"a": approval, "session_id": frame.session_id}
+    row = render_to_string("sessions_app/partials/approval.html", context)
+    card = render_to_string(
+        "sessions_app/partials/approval.html", {**context, "card_only": True, "oob": True}
+    )
+    return format_html(
+        '<div hx-swap-oob="beforeend:#transcript" data-created="approval-{}">{}</div>{}',
+        int(approval["id"]),
+        row,
+        card,
+    )
+
+
 _RENDERERS: dict[str, Callable[[_Frame, dict[str, Any]], str]] = {
     ev.MESSAGE_CREATED: _message_created,
     ev.MESSAGE_APPENDED: _message_appended,
@@ -244,4 +266,5 @@ _RENDERERS: dict[str, Callable[[_Frame, dict[str, Any]], str]] = {
     ev.SESSION_UPDATED: _session_updated,
     ev.NOTICE_UPSERTED: _notice_upserted,
     ev.NOTICE_DELETED: _notice_deleted,
+    ev.APPROVAL_UPSERTED: _approval_upserted,
 }

@@ -7,7 +7,8 @@ Retry-After and the typed text kept) and its success over htmx or with a redirec
 The composer posts over htmx with ``hx-swap="none"``: the transcript and the Send/Stop toggle
 change only through the websocket (the database is the truth and every viewer sees the same), so
 the HTTP answer carries nothing but the composer's error line. The retry banner's Cancel and the
-recovery card's Resume / Start fresh work the same way.
+recovery card's Resume / Start fresh work the same way. An approval card's buttons answer with
+the presser's own note under the card instead (``session_approval_decide``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,14 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_POST
 
 from recovery import wording
+from sessions_app.approvals.selectors import session_approval, session_page_snapshot
 from sessions_app.approvals.services import approval_decide
 from sessions_app.errors import (
     ApprovalDecided,
@@ -38,11 +43,7 @@ from sessions_app.errors import (
 from sessions_app.forms import PromptForm
 from sessions_app.frames import wall_clock_ms
 from sessions_app.models import Session
-from sessions_app.selectors import (
-    session_for_user,
-    session_snapshot,
-    sessions_recent,
-)
+from sessions_app.selectors import session_for_user, sessions_recent
 from sessions_app.services import prompt_submit, session_stop
 from sessions_app.services.prompts import (
     answer_regenerate,
@@ -87,10 +88,13 @@ def _session_page(
     *,
     draft: str = "",
     error: str = "",
+    approval_note: dict[str, object] | None = None,
     status: int = 200,
 ) -> HttpResponse:
     context = {
-        "snapshot": session_snapshot(session=session),
+        "snapshot": session_page_snapshot(session=session),
+        # {"id", "text"}: what the last press on that approval card got (a refused answer).
+        "approval_note": approval_note,
         "ws_path": f"/ws/sessions/{session.pk}/",
         "max_prompt_chars": settings.KANDEV_MAX_PROMPT_CHARS,
         "draft": draft,
@@ -155,10 +159,6 @@ def _refusal_message(error: DomainError, *, invalid: str, busy: str) -> str:
         return busy
     if isinstance(error, CapReached):
         return error.message
-    if isinstance(error, ApprovalDecided):
-        return "Someone answered this request first (or it timed out, or was cancelled)."
-    if isinstance(error, ApprovalNotFound):
-        raise Http404(NOT_FOUND) from None
     raise error
 
 
@@ -223,18 +223,68 @@ def session_stop_view(request: SignedInRequest, session: Session) -> None:
     session_stop(session=session, user=request.user)
 
 
-@session_action(invalid="Cannot answer: {}.")
-def session_approval_decide(request: SignedInRequest, session: Session) -> None:
-    """An approval card's button: the agent's option, for every viewer's card (first one wins)."""
-    approval_id = request.POST.get("approval", "")
-    if not approval_id.isdigit():
-        raise InvalidInput("approval", "no such request")
-    approval_decide(
-        approval_id=int(approval_id),
-        user=request.user,
-        option_id=request.POST.get("option", ""),
-        session_id=session.pk,
-    )
+@require_POST
+@login_required
+def session_approval_decide(request: SignedInRequest, session_id: int) -> HttpResponse:
+    """An approval card's button: the agent's option, for every viewer's card (first one wins).
+
+    The card itself changes through the websocket for everyone, the presser included, so the
+    answer here carries only the presser's note under the card (htmx swaps it in; hx-target is
+    that note, which no frame replaces): empty when the answer was taken, "Already answered:
+    Allowed once by bob at 12:03." when someone was first (409), why an answer was refused
+    (422). Without script the same answers come as the session page, or a redirect back to the
+    card. Another session's or person's approval is the session 404."""
+    session = _session_or_404(request, session_id)
+    raw_id = request.POST.get("approval", "")
+    approval_id = int(raw_id) if raw_id.isdigit() else None
+    try:
+        if approval_id is None:
+            raise InvalidInput("approval", "no such request")
+        approval_decide(
+            approval_id=approval_id,
+            user=request.user,
+            option_id=request.POST.get("option", ""),
+            session_id=session.pk,
+        )
+    except ApprovalNotFound:
+        raise Http404(NOT_FOUND) from None
+    except (ApprovalDecided, InvalidInput) as error:
+        return _approval_refused(request, session, approval_id, error)
+    if request.htmx:
+        return HttpResponse("")  # the note, emptied
+    return redirect(f"{reverse('session_detail', args=[session.pk])}#approval-{approval_id}")
+
+
+def _approval_refused(
+    request: SignedInRequest,
+    session: Session,
+    approval_id: int | None,
+    error: ApprovalDecided | InvalidInput,
+) -> HttpResponse:
+    note = _approval_note(session, approval_id, error)
+    status = http_status(error, on_page=True)
+    if request.htmx:
+        response = HttpResponse(note, status=status)
+    else:
+        response = _session_page(
+            request,
+            session,
+            error="" if approval_id is not None else note,
+            approval_note={"id": approval_id, "text": note},
+            status=status,
+        )
+    return with_error_headers(response, error)
+
+
+def _approval_note(
+    session: Session, approval_id: int | None, error: ApprovalDecided | InvalidInput
+) -> SafeString | str:
+    if isinstance(error, InvalidInput):
+        return f"Cannot answer: {error.message}."
+    approval = session_approval(session_id=session.pk, approval_id=approval_id or 0)
+    if approval is None:  # gone since (its session's rows were deleted): nothing to show
+        return "Someone answered this request first."
+    return render_to_string("sessions_app/partials/approval_note.html", {"a": approval})
 
 
 # Usually another viewer pressed the button first: the run they started is the answer.

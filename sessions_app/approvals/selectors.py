@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from sessions_app.approvals.models import Approval
+from sessions_app.models import Session
+from sessions_app.selectors import session_snapshot
 
 
 def approval_dict(approval: Approval) -> dict[str, Any]:
@@ -64,3 +66,25 @@ def approval_standing(*, session_id: int, kind: str, title: str, command: str) -
         if covered:
             return approval
     return None
+
+
+def session_approval(*, session_id: int, approval_id: int) -> dict[str, Any] | None:
+    """One approval of the session as its card shows it; None for an id of another session."""
+    approval = (
+        Approval.objects.filter(pk=approval_id, session_id=session_id)
+        .select_related("decided_by")
+        .first()
+    )
+    return approval_dict(approval) if approval is not None else None
+
+
+def session_page_snapshot(*, session: Session) -> dict[str, Any]:
+    """The session snapshot a page or socket starts from, with the session's approval cards.
+
+    Composed here rather than in sessions_app.selectors, which this package imports (the other
+    way round would be an import cycle). The approvals are read after the snapshot, so they are
+    never older than its ``last_seq``: an approval.upserted event replayed on top replaces its
+    card by id, so a viewer converges on the database either way."""
+    snapshot = session_snapshot(session=session)
+    snapshot["approvals"] = session_approvals(session_id=session.pk)
+    return snapshot

@@ -23,9 +23,15 @@ _ROLE_LABELS: dict[str, str] = {
     Message.Role.TOOL_CALL: "Tool call",
     Message.Role.TOOL_RESULT: "Tool result",
 }
-# A stop button replaces Send while a generation is active, so the person can always end it.
+# A stop button replaces Send while a generation is active, so the person can always end it
+# (while it waits for an approval too: Stop then answers the request "cancelled").
 ACTIVE_STATES = frozenset(
-    {Session.State.QUEUED, Session.State.RUNNING, Session.State.WAITING_RETRY}
+    {
+        Session.State.QUEUED,
+        Session.State.RUNNING,
+        Session.State.WAITING_RETRY,
+        Session.State.NEEDS_APPROVAL,
+    }
 )
 
 

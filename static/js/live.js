@@ -22,6 +22,8 @@
  *   data-server-now-ms). The offset between that and this device's clock is taken once, when the
  *   element first appears, so a phone with a wrong clock shows the same time left as a desktop.
  *   Same rule as templatetags/notices.py: whole seconds rounded up, "Retrying now…" at zero.
+ * - Approval cards (sessions_app/frames.py) are rows of the transcript like messages; their times
+ *   are clock times ("at 12:03") shown on this device's clock.
  * - A frame costs what it holds, not what the page holds: the swaps of a frame note the elements
  *   they put in (htmx:oobBeforeSwap) and, once the frame is applied, only those get their times
  *   rendered and their countdowns picked up; the latest prompt and answer are looked for only
@@ -377,11 +379,31 @@
     var text = el.hasAttribute("data-absolute") ? absolute : relativeTime(then, now);
     if (el.textContent !== text) el.textContent = text;
   }
+  // An approval's times ("by bob at 12:03", "if nobody does by 12:33") are clock times: the
+  // server writes them in UTC, this shows them on the reader's clock (with the day when not today).
+  var CLOCKS = "time.clock-time[datetime]";
+  var clockFormat = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
+  var dayClockFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+  function renderClock(el, now) {
+    var then = Date.parse(el.getAttribute("datetime"));
+    if (isNaN(then)) return;
+    var sameDay = new Date(then).toDateString() === new Date(now).toDateString();
+    var text = (sameDay ? clockFormat : dayClockFormat).format(then);
+    if (el.textContent !== text) el.textContent = text;
+    var absolute = absoluteFormat.format(then);
+    if (el.title !== absolute) el.title = absolute;
+  }
   function renderTimesIn(root) {
     var now = Date.now();
     if (root.matches(TIMES)) renderTime(root, now);
     root.querySelectorAll(TIMES).forEach(function (el) { renderTime(el, now); });
+    if (root.matches(CLOCKS)) renderClock(root, now);
+    root.querySelectorAll(CLOCKS).forEach(function (el) { renderClock(el, now); });
   }
+  // An approval card's note (the answer to this reader's own press) comes over htmx, not a frame.
+  document.addEventListener("htmx:afterSwap", function (evt) {
+    if (evt.detail.target && evt.detail.target.querySelectorAll) renderTimesIn(evt.detail.target);
+  });
   // Every timestamp, on load and when "5 min ago" may have become "6 min ago"; frames render
   // only the ones they bring (afterFrame).
   function renderTimes() { renderTimesIn(document.documentElement); }
