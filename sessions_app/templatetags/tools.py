@@ -97,29 +97,28 @@ def tool_block(block: dict[str, Any], *, kind: str, row_id: int, index: int) -> 
             str(block.get("terminal_id", "")),
         )
     text = str(block.get("text", ""))
-    lines = text.count("\n") + 1
+    lines = _line_count(text)
     if kind == "execute":
         body = format_html('<pre class="terminal" tabindex="0">{}</pre>', terminal_html(text))
         label = "Terminal output"
     else:
         body = format_html('<pre class="tool-text" tabindex="0">{}</pre>', ansi_strip(text))
         label = "Output"
-    summary = format_html(
-        '{} <span class="tool-lines">({} {})</span>', label, lines, _plural(lines)
-    )
+    summary = format_html("{} {}", label, _lines_label(lines))
     return _details("text", block_id=block_id, lines=lines, summary=summary, body=body + omitted)
 
 
 def _diff_block(block: dict[str, Any], *, block_id: str, omitted: SafeString) -> SafeString:
     patch = str(block.get("patch", ""))
-    lines = patch.count("\n")
+    lines = _line_count(patch)
     summary = format_html(
         '<code>{}</code> <span class="diff-added">+{}</span> <span class="diff-removed">'
-        "\N{MINUS SIGN}{}</span>{}",
+        "\N{MINUS SIGN}{}</span>{} {}",
         str(block.get("path", "")),
         int(block.get("added") or 0),
         int(block.get("removed") or 0),
         " (new file)" if block.get("new_file") else "",
+        _lines_label(lines),
     )
     body = diff_html(patch) if patch else mark_safe("")
     return _details("diff", block_id=block_id, lines=lines, summary=summary, body=body + omitted)
@@ -148,5 +147,12 @@ def _omitted(value: Any) -> SafeString:
     return format_html('<p class="tool-omitted">{} bytes not shown</p>', f"{count:,}")
 
 
-def _plural(lines: int) -> str:
-    return "line" if lines == 1 else "lines"
+def _line_count(text: str) -> int:
+    # Lines as a terminal or a diff shows them: a final newline ends a line, it starts none.
+    return text.count("\n") + (0 if not text or text.endswith("\n") else 1)
+
+
+def _lines_label(lines: int) -> SafeString:
+    return format_html(
+        '<span class="tool-lines">({} {})</span>', lines, "line" if lines == 1 else "lines"
+    )

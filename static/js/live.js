@@ -98,7 +98,6 @@
     var fragment = evt.detail.fragment, target = evt.detail.target;
     if (!fragment) return;
     // An element for beforeend / innerHTML swaps, a DocumentFragment holding it for outerHTML.
-    rememberOpenBlocks(target);
     var created = fragment.getAttribute && fragment.getAttribute("data-created");
     if (created && document.getElementById(created)) { evt.detail.shouldSwap = false; return; }
     var offset = fragment.getAttribute ? fragment.getAttribute("data-offset") : null;
@@ -127,7 +126,6 @@
       watchCountdownsIn(node);
       openToolBlocksIn(node);
     });
-    openBlocks = new Set();
     if (rowsMoved) { rowsMoved = false; markLatest(); }
     tickCountdowns();
   }
@@ -454,17 +452,19 @@
   }
   live.countdownText = countdownText;
   // Tool blocks (templatetags/tools.py): a short one opens on a wide screen, a phone keeps every
-  // block closed; a block the reader opened stays open when a live update replaces its tool call.
+  // block closed, by the block's length now (a running command's output that grows long closes,
+  // as a reload would show it). A block the reader opened or closed stays so through every live
+  // update of its tool call: the choice is kept by the block's id for the life of the page.
   var WIDE = window.matchMedia("(min-width: 50rem)");
-  var openBlocks = new Set();
-  function rememberOpenBlocks(target) {
-    if (!target || !target.querySelectorAll) return;
-    target.querySelectorAll("details.tool-block[open]").forEach(function (el) { openBlocks.add(el.id); });
-  }
+  var blockChoices = new Map();
+  document.addEventListener("click", function (evt) {
+    var summary = evt.target.closest && evt.target.closest("details.tool-block > summary");
+    if (summary) blockChoices.set(summary.parentElement.id, !summary.parentElement.open);
+  }, true);
   function openToolBlocksIn(root) {
     var blocks = root.matches && root.matches("details.tool-block") ? [root] : root.querySelectorAll("details.tool-block");
     Array.prototype.forEach.call(blocks, function (el) {
-      if (openBlocks.has(el.id) || (WIDE.matches && el.hasAttribute("data-open-wide"))) el.open = true;
+      el.open = blockChoices.has(el.id) ? blockChoices.get(el.id) : WIDE.matches && el.hasAttribute("data-open-wide");
     });
   }
   document.addEventListener("DOMContentLoaded", function () { openToolBlocksIn(document.documentElement); });

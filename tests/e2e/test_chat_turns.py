@@ -307,12 +307,15 @@ def test_phone_switches_target_from_the_card_and_the_desktop_follows(
 # ---- accessibility ------------------------------------------------------------------------------
 
 
-def axe_serious(page) -> list[str]:
-    """Serious and critical axe-core violations on the page, one line each."""
+def axe_serious(page, within: str | None = None) -> list[str]:
+    """Serious and critical axe-core violations on the page (or in the elements ``within``
+    selects), one line each."""
     # Evaluated, not added as a script tag: the page's CSP (script-src 'self') refuses an
     # inline script, and the page must not be given a weaker policy to be tested.
     page.evaluate(AXE.read_text())
-    results = page.evaluate("() => axe.run(document, { resultTypes: ['violations'] })")
+    results = page.evaluate(
+        "(within) => axe.run(within || document, { resultTypes: ['violations'] })", within
+    )
     return [
         f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:3]}"
         for v in results["violations"]
