@@ -279,7 +279,7 @@ KANDEV_ACP_WORKDIR = Path(env_str("KANDEV_ACP_WORKDIR", f"{tempfile.gettempdir()
 KANDEV_SNAPSHOT_MAX_MB = env_int("KANDEV_SNAPSHOT_MAX_MB", 200)  # larger: effects unknown
 KANDEV_SNAPSHOT_MAX_FILES = env_int("KANDEV_SNAPSHOT_MAX_FILES", 20_000)
 # Snapshots no Start fresh can use any more are pruned (sessions_app/effects/pruning.py): at most
-# this many sessions' stores are garbage-collected per sweep, every KANDEV_SNAPSHOT_PRUNE_INTERVAL s.
+# this many sessions' stores are garbage-collected per sweep (every KANDEV_SNAPSHOT_PRUNE_INTERVAL).
 KANDEV_SNAPSHOT_PRUNE_BATCH = env_whole("KANDEV_SNAPSHOT_PRUNE_BATCH", 20, least=1)
 # One lock file per agent slot; every worker on the box must name the same directory.
 KANDEV_ACP_SLOT_DIR = Path(env_str("KANDEV_ACP_SLOT_DIR", str(KANDEV_ACP_WORKDIR / "slots")))

@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 
 from recovery.effects import UNKNOWN_EFFECTS, WorkspaceEffects, effects_of
+from sessions_app.effects import wording
 from sessions_app.effects.models import WorkspaceSnapshot
 from sessions_app.effects.snapshot import (
     RestorePlan,
@@ -20,7 +21,6 @@ from sessions_app.effects.snapshot import (
     snapshot_restore,
     snapshot_take,
 )
-from sessions_app.effects import wording
 from sessions_app.models import PromptGeneration, Session
 from sessions_app.workspaces.git import GitFailed
 from sessions_app.workspaces.models import TaskWorkspace

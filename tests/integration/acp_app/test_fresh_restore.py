@@ -42,7 +42,9 @@ def failed_turn(chat, owner, workspace: Path, effects: Callable[[Path], None]) -
     generation = prompt_submit(session=chat, user=owner, text="tidy up the notes")
     claimed = generation_claim(generation_id=generation.pk)
     assert claimed is not None
-    workspace_snapshot_record(generation=claimed, attempt=1, workspace=workspace, now=timezone.now())
+    workspace_snapshot_record(
+        generation=claimed, attempt=1, workspace=workspace, now=timezone.now()
+    )
     effects(workspace)
     generation_end(
         generation=claimed,
