@@ -195,8 +195,8 @@ class RecoverIn(BodyIn):
         description=(
             "Start fresh only: first put the agent's workspace back exactly as the failed turn "
             "found it (new files removed, changed ones restored, deleted ones brought back). "
-            "Answers 409 when the turn's starting state is unknown or the workspace is gone, and "
-            "422 with action resume. Without it the files are kept."
+            "Answers 409 when the turn's starting state is unknown or the workspace is gone, or "
+            "with action resume. Without it the files are kept."
         ),
     )
 

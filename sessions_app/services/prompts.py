@@ -203,7 +203,8 @@ def session_recover(
         raise InvalidInput("action", "must be one of: resume, fresh")
     mode = Mode(action)
     if restore and mode is not Mode.FRESH:
-        raise InvalidInput("restore", effects_wording.RESTORE_ONLY_WITH_FRESH)
+        # Well formed (the schema cannot tie one field to another), so a conflict, not a 422.
+        raise StateConflict("restore", effects_wording.RESTORE_ONLY_WITH_FRESH)
 
     def supersede(locked: Session) -> None:
         if mode is Mode.FRESH:

@@ -289,12 +289,14 @@ def test_the_api_refuses_a_restore_that_is_not_a_bool(chat, owner, workspace, re
     assert PromptGeneration.objects.filter(session=chat).count() == 1
 
 
-def test_the_api_refuses_restore_with_resume(chat, owner, workspace):
+def test_the_api_refuses_restore_with_resume_as_a_conflict(chat, owner, workspace):
     failed_turn(chat, owner, workspace, three_effects)
 
     response = api_recover(api(owner), chat.pk, {"action": "resume", "restore": True})
 
-    assert response.status_code == 422
+    # The schema allows the pair (it cannot tie one field to another), so not a 422.
+    assert response.status_code == 409
+    assert response.json()["detail"] == "Only Start fresh can put the workspace back."
     assert (workspace / "drafts" / "plan.md").exists()
 
 

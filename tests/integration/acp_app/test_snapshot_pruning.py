@@ -20,6 +20,7 @@ from sessions_app.effects.services import (
 from sessions_app.models import PromptGeneration
 from sessions_app.services import prompt_submit
 from sessions_app.services.lifecycle.generation import generation_claim, generation_end
+from sessions_app.tasks import prune_snapshots
 from tests.support.factories import SessionFactory
 
 pytestmark = pytest.mark.django_db
@@ -124,6 +125,24 @@ def test_a_deleted_sessions_store_is_removed(chat, owner, workspace, acp_target)
     assert not WorkspaceSnapshot.objects.exists()
 
 
-def test_the_sweep_is_a_beat_task(settings):
-    entry = settings.CELERY_BEAT_SCHEDULE["prune-snapshots"]
-    assert entry["task"] == "effects.prune_snapshots"
+def test_the_beat_task_prunes(chat, owner, workspace, settings):
+    turn(chat, owner, workspace, "first")
+    turn(chat, owner, workspace, "last")
+
+    assert settings.CELERY_BEAT_SCHEDULE["prune-snapshots"]["task"] == prune_snapshots.name
+    assert prune_snapshots.apply().get() == 1
+    assert WorkspaceSnapshot.objects.filter(session=chat).count() == 1
+
+
+def test_one_sweep_collects_at_most_its_batch_of_sessions(chat, owner, workspace, acp_target):
+    other = SessionFactory(owner=owner, target=acp_target)
+    other_workspace = workspace.parent / f"session-{other.pk}"
+    other_workspace.mkdir()
+    for session, place in ((chat, workspace), (other, other_workspace)):
+        turn(session, owner, place, "first")
+        turn(session, owner, place, "last")
+
+    assert snapshots_prune(batch=1).sessions == 1
+    assert WorkspaceSnapshot.objects.count() == 3
+    assert snapshots_prune(batch=1).sessions == 1
+    assert WorkspaceSnapshot.objects.count() == 2
