@@ -165,6 +165,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
     # A running generation whose worker died mid-run is handed back (Resume / Start fresh).
     "reap-lost-generations": {"task": "sessions_app.reap_lost_generations", "schedule": 30.0},
     "approvals-sweep": {"task": "approvals.sweep", "schedule": 15.0},  # overdue ones rejected
+    # Snapshots of settled turns that Start fresh can no longer put back, and their git objects.
+    "prune-snapshots": {
+        "task": "effects.prune_snapshots",
+        "schedule": env_float("KANDEV_SNAPSHOT_PRUNE_INTERVAL", 600.0),
+    },
     # Queued sessions are told when their place in line moved ("2 ahead").
     "announce-queue-positions": {
         "task": "sessions_app.announce_queue_positions",
@@ -277,6 +282,9 @@ KANDEV_METRICS_TOKEN = env_secret("KANDEV_METRICS_TOKEN", least_chars=24)
 KANDEV_ACP_WORKDIR = Path(env_str("KANDEV_ACP_WORKDIR", f"{tempfile.gettempdir()}/kandev-acp"))
 KANDEV_SNAPSHOT_MAX_MB = env_int("KANDEV_SNAPSHOT_MAX_MB", 200)  # larger: effects unknown
 KANDEV_SNAPSHOT_MAX_FILES = env_int("KANDEV_SNAPSHOT_MAX_FILES", 20_000)
+# Snapshots no Start fresh can use any more are pruned (sessions_app/effects/pruning.py): at most
+# this many sessions' stores are garbage-collected per sweep (every KANDEV_SNAPSHOT_PRUNE_INTERVAL).
+KANDEV_SNAPSHOT_PRUNE_BATCH = env_whole("KANDEV_SNAPSHOT_PRUNE_BATCH", 20, least=1)
 # One lock file per agent slot; every worker on the box must name the same directory.
 KANDEV_ACP_SLOT_DIR = Path(env_str("KANDEV_ACP_SLOT_DIR", str(KANDEV_ACP_WORKDIR / "slots")))
 KANDEV_PROJECT_ROOTS = env_paths("KANDEV_PROJECT_ROOTS")  # where projects may live; none: none

@@ -319,8 +319,11 @@ def sessions_cancel_retry(request: TokenRequest, session_id: int) -> dict:
     response={202: PromptOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT, **LIMITED},
 )
 def sessions_recover(request: TokenRequest, session_id: int, payload: RecoverIn) -> Status:
+    """Resume or Start fresh after a failure; ``restore`` puts the workspace back first."""
     session = selectors.session_for_user(user=request.auth, session_id=session_id)
-    generation = prompts.session_recover(session=session, user=request.auth, action=payload.action)
+    generation = prompts.session_recover(
+        session=session, user=request.auth, action=payload.action, restore=payload.restore
+    )
     return Status(202, {"generation": generation.number})
 
 

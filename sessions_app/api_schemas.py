@@ -194,6 +194,15 @@ class CancelRetryOut(Schema):
 
 class RecoverIn(BodyIn):
     action: Literal["resume", "fresh"]
+    restore: StrictBool = Field(
+        default=False,
+        description=(
+            "Start fresh only: first put the agent's workspace back exactly as the failed turn "
+            "found it (new files removed, changed ones restored, deleted ones brought back). "
+            "Answers 409 when the turn's starting state is unknown or the workspace is gone, or "
+            "with action resume. Without it the files are kept."
+        ),
+    )
 
 
 class SessionPatchIn(BodyIn):

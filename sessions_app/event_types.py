@@ -13,10 +13,13 @@ Payloads:
   message.deleted   {"ids": [int, ...]}                retraction; late viewers converge
   session.updated   {"state": str, "recovery_actions": [str, ...], "explanation"?: str,
                      "queue"?: QueueDict,
-                     "switch_targets"?: [{"id": int, "name": str}, ...]}
+                     "switch_targets"?: [{"id": int, "name": str}, ...],
+                     "fresh_restore"?: {"files": int} | {"unavailable": str}}
                     ``explanation`` (redacted) and ``switch_targets`` (the card's "Try another
                     target" choices) only when the session needs attention; ``queue`` only while
-                    it is queued (its place in line; sent again when that moves)
+                    it is queued (its place in line; sent again when that moves);
+                    ``fresh_restore`` when Start fresh can put the workspace back (how many files
+                    it would touch) or why it cannot
   generation.updated {"number": int, "state": str}
   notice.upserted   {"notice": NoticeDict}             retry banner (visible ladder)
   notice.deleted    {"ids": [int, ...]}

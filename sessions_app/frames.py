@@ -218,6 +218,7 @@ def _session_updated(frame: _Frame, payload: dict[str, Any]) -> str:
         "explanation": payload.get("explanation", ""),
         "queue": payload.get("queue"),
         "switch_targets": payload.get("switch_targets", []),
+        "fresh_restore": payload.get("fresh_restore"),
         "oob": True,
     }
     return render_to_string("sessions_app/partials/session_state.html", context)

@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
 
 from recovery import wording
+from sessions_app import event_types as event_names
 from sessions_app.errors import SessionNotFound
 from sessions_app.ladder.models import RetryNotice
 from sessions_app.models import (
@@ -227,6 +228,21 @@ def session_switch_targets(*, session: Session) -> list[dict[str, Any]]:
     return [{"id": t.pk, "name": t.name} for t in others]
 
 
+def session_fresh_restore(*, session: Session) -> dict[str, Any] | None:
+    """What the card says about Start fresh putting the workspace back, exactly as the last
+    session.updated event told every viewer (measured once, when the session came to need
+    attention): ``{"files": n}``, ``{"unavailable": why}``, or None."""
+    if session.state != Session.State.NEEDS_ATTENTION:
+        return None
+    payload = (
+        SessionEvent.objects.filter(session=session, type=event_names.SESSION_UPDATED)
+        .order_by("-seq")
+        .values_list("payload", flat=True)
+        .first()
+    )
+    return payload.get("fresh_restore") if isinstance(payload, dict) else None
+
+
 def notice_dict(notice: RetryNotice) -> dict[str, Any]:
     """The one serialisation of a notice: API, snapshot and pushes all use it."""
     return {
@@ -276,6 +292,7 @@ def session_snapshot(*, session: Session) -> dict[str, Any]:
         explanation = session_explanation(session=row)
         queue = session_queue(session=row)
         switch_targets = session_switch_targets(session=row)
+        fresh_restore = session_fresh_restore(session=row)
     return {
         "id": row.pk,
         "title": row.title,
@@ -287,6 +304,7 @@ def session_snapshot(*, session: Session) -> dict[str, Any]:
         "explanation": explanation,
         "queue": queue,
         "switch_targets": switch_targets,
+        "fresh_restore": fresh_restore,
         "last_seq": row.last_seq,
     }
 

@@ -29,6 +29,9 @@ from django.views.decorators.http import require_GET, require_POST
 from recovery import wording
 from sessions_app.approvals.selectors import session_approval, session_page_snapshot
 from sessions_app.approvals.services import approval_decide
+from sessions_app.effects import wording as effects_wording
+from sessions_app.effects.services import fresh_restore_plan
+from sessions_app.effects.snapshot import RestorePlan
 from sessions_app.errors import (
     ApprovalDecided,
     ApprovalNotFound,
@@ -43,7 +46,11 @@ from sessions_app.errors import (
 from sessions_app.forms import PromptForm
 from sessions_app.frames import wall_clock_ms
 from sessions_app.models import Session
-from sessions_app.selectors import session_for_user, sessions_recent
+from sessions_app.selectors import (
+    session_for_user,
+    session_recovery_actions,
+    sessions_recent,
+)
 from sessions_app.services import prompt_submit, session_stop
 from sessions_app.services.prompts import (
     answer_regenerate,
@@ -297,6 +304,58 @@ def session_recover_view(request: SignedInRequest, session: Session) -> None:
         action=request.POST.get("action", ""),
         restore=request.POST.get("restore") == "1",
     )
+
+
+# Each group of the confirmation lists at most this many paths; its heading keeps the exact count.
+CONFIRM_LIST_LIMIT = 500
+
+
+@require_GET
+@login_required
+def session_fresh_confirm(request: SignedInRequest, session_id: int) -> HttpResponse:
+    """Start fresh's confirmation before it puts the workspace back: file by file, what will be
+    removed, restored and brought back, then Confirm (posts ``restore=1``) or Back. Over htmx the
+    card's content, else a page of its own (the card's link works without JavaScript)."""
+    session = _session_or_404(request, session_id)
+    needs_attention = session.state == Session.State.NEEDS_ATTENTION and "fresh" in (
+        session_recovery_actions(session=session)
+    )
+    plan = fresh_restore_plan(session_id=session.pk) if needs_attention else None
+    context = {
+        "session_id": session.pk,
+        "session_title": session.title,
+        "needs_attention": needs_attention,
+        "plan": plan,
+        "groups": _restore_groups(plan) if plan is not None else [],
+        "summary": effects_wording.confirm_summary(plan.count) if plan is not None else "",
+        "unavailable": effects_wording.RESTORE_UNAVAILABLE_UNREADABLE,
+        "nothing_to_put_back": effects_wording.NOTHING_TO_PUT_BACK,
+    }
+    if request.htmx:
+        return render(request, "sessions_app/partials/fresh_confirm.html", context)
+    return render(request, "sessions_app/fresh_confirm.html", context)
+
+
+def _restore_groups(plan: RestorePlan) -> list[dict[str, object]]:
+    groups = (
+        ("remove", plan.remove, effects_wording.remove_heading),
+        ("revert", plan.revert, effects_wording.revert_heading),
+        ("restore", plan.restore, effects_wording.restore_heading),
+    )
+    return [
+        {
+            "kind": kind,
+            "heading": heading(len(paths)),
+            "paths": sorted(paths)[:CONFIRM_LIST_LIMIT],
+            "more": (
+                effects_wording.more_not_listed(len(paths) - CONFIRM_LIST_LIMIT)
+                if len(paths) > CONFIRM_LIST_LIMIT
+                else ""
+            ),
+        }
+        for kind, paths, heading in groups
+        if paths
+    ]
 
 
 @require_POST

@@ -17,6 +17,7 @@ from recovery.providers.acp.process import agent_processes_end_all
 from sessions_app import enqueue
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.approvals.services import approvals_expire, approvals_orphans_cancel
+from sessions_app.effects.pruning import snapshots_prune
 from sessions_app.push import push_drain
 from sessions_app.services import generations_reap_lost, generations_requeue_stale
 from sessions_app.services.lifecycle.queued import queue_positions_announce
@@ -53,6 +54,12 @@ def approvals_sweep() -> int:
     """Periodic (Celery beat): reject every approval nobody answered by its deadline, cancel
     those whose turn is no longer held by a worker."""
     return len(approvals_expire()) + len(approvals_orphans_cancel())
+
+
+@shared_task(name="effects.prune_snapshots")
+def prune_snapshots() -> int:
+    """Periodic (Celery beat): drop snapshots no Start fresh can use, and their git objects."""
+    return snapshots_prune().snapshots
 
 
 @shared_task(name="sessions_app.requeue_stale_generations")

@@ -31,6 +31,11 @@ urlpatterns = [
         name="session_recover",
     ),
     path(
+        "sessions/<int:session_id>/recover/fresh/",
+        session_views.session_fresh_confirm,
+        name="session_fresh_confirm",
+    ),
+    path(
         "sessions/<int:session_id>/regenerate/",
         session_views.session_regenerate,
         name="session_regenerate",

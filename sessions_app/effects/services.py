@@ -3,12 +3,15 @@ private store under ``KANDEV_ACP_WORKDIR/snapshots``, the oids in WorkspaceSnaps
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
 from recovery.effects import UNKNOWN_EFFECTS, WorkspaceEffects, effects_of
+from sessions_app.effects import wording
 from sessions_app.effects.models import WorkspaceSnapshot
 from sessions_app.effects.snapshot import (
     RestorePlan,
@@ -18,8 +21,11 @@ from sessions_app.effects.snapshot import (
     snapshot_restore,
     snapshot_take,
 )
-from sessions_app.models import PromptGeneration
+from sessions_app.models import PromptGeneration, Session
 from sessions_app.workspaces.git import GitFailed
+from sessions_app.workspaces.models import TaskWorkspace
+from sessions_app.workspaces.places import worktree_path_for
+from sessions_app.workspaces.selectors import task_workspace
 
 
 def snapshot_limits() -> SnapshotLimits:
@@ -93,36 +99,88 @@ def workspace_restore(*, snapshot: WorkspaceSnapshot, workspace: Path) -> None:
     )
 
 
-def session_workspace_path(*, session_id: int) -> Path:
-    """The session's agent workspace on this machine (``agent.targets`` makes the same one)."""
-    return Path(settings.KANDEV_ACP_WORKDIR) / f"session-{session_id}"
+def session_workspace_path(*, session_id: int) -> Path | None:
+    """The session's agent workspace on this machine, as ``agent.targets`` chooses it: its task's
+    worktree when the task is bound to a project, else the session's private folder. None when
+    the worktree is not there (archived, broken, never made): nothing to measure or put back."""
+    task_id = Session.objects.filter(pk=session_id).values_list("task_id", flat=True).first()
+    binding = task_workspace(task_id=task_id) if task_id is not None else None
+    if binding is None:
+        return Path(settings.KANDEV_ACP_WORKDIR) / f"session-{session_id}"
+    if binding.state != TaskWorkspace.State.READY:
+        return None
+    return worktree_path_for(binding.task_id)
 
 
 def turn_start_snapshot(*, session_id: int) -> WorkspaceSnapshot | None:
-    """The snapshot of the last turn's first attempt: the workspace as that turn found it."""
-    last = WorkspaceSnapshot.objects.filter(session_id=session_id).order_by("-generation_id")
-    latest = last.values_list("generation_id", flat=True).first()
-    if latest is None:
+    """The snapshot of the session's last turn's first attempt: the workspace as that turn found
+    it. None when the last turn took none (a direct provider's turn, say): an older turn's start
+    is never what Start fresh puts back."""
+    last = PromptGeneration.objects.filter(session_id=session_id).order_by("-number").first()
+    if last is None:
         return None
-    return WorkspaceSnapshot.objects.filter(generation_id=latest).order_by("attempt").first()
+    return WorkspaceSnapshot.objects.filter(generation=last).order_by("attempt").first()
+
+
+@dataclass(frozen=True, slots=True)
+class FreshRestoreOffer:
+    """What the recovery card says about putting the workspace back: ``files`` the restore would
+    touch (0: the turn changed nothing, so there is nothing to offer), or ``unavailable``, the
+    sentence saying why it cannot be offered. Both empty: the turn had no workspace to speak of."""
+
+    files: int = 0
+    unavailable: str = ""
+
+    def as_payload(self) -> dict[str, Any] | None:
+        if self.unavailable:
+            return {"unavailable": self.unavailable}
+        return {"files": self.files} if self.files else None
+
+
+NO_OFFER = FreshRestoreOffer()
+
+
+def fresh_restore_offer(*, session_id: int) -> FreshRestoreOffer:
+    """Whether Start fresh can offer to put the workspace back, and if not, why (the card)."""
+    snapshot = turn_start_snapshot(session_id=session_id)
+    if snapshot is None:
+        return NO_OFFER
+    if not snapshot.tree_oid:
+        why = (
+            wording.RESTORE_UNAVAILABLE_TOO_LARGE
+            if snapshot.problem == WorkspaceSnapshot.Problem.TOO_LARGE
+            else wording.RESTORE_UNAVAILABLE_NOT_RECORDED
+        )
+        return FreshRestoreOffer(unavailable=why)
+    plan = fresh_restore_plan(session_id=session_id)
+    if plan is None:
+        return FreshRestoreOffer(unavailable=wording.RESTORE_UNAVAILABLE_UNREADABLE)
+    return FreshRestoreOffer(files=plan.count)
 
 
 def fresh_restore_plan(*, session_id: int) -> RestorePlan | None:
     """Start fresh's confirmation step: what putting the workspace back would undo (None when
-    the turn's start is unknown, so there is nothing to offer)."""
+    the turn's start or the workspace now is unknown, so there is nothing to offer)."""
     snapshot = turn_start_snapshot(session_id=session_id)
-    if snapshot is None or not snapshot.tree_oid:
+    workspace = session_workspace_path(session_id=session_id)
+    if snapshot is None or not snapshot.tree_oid or workspace is None:
         return None
-    return workspace_restore_plan(
-        snapshot=snapshot, workspace=session_workspace_path(session_id=session_id)
-    )
+    try:
+        return workspace_restore_plan(snapshot=snapshot, workspace=workspace)
+    except GitFailed:
+        return None
 
 
-def fresh_restore(*, session_id: int) -> bool:
-    """Start fresh, confirmed: the workspace exactly as the last turn found it. False when there
-    is no snapshot to restore from (the files are then kept)."""
+def fresh_restore(*, session_id: int) -> None:
+    """Start fresh, confirmed: the workspace exactly as the last turn found it. Raises
+    RestoreUnavailable when there is no plan (nothing recorded, or the workspace is gone) and
+    GitFailed when git cannot put it back."""
     snapshot = turn_start_snapshot(session_id=session_id)
-    if snapshot is None or not snapshot.tree_oid:
-        return False
-    workspace_restore(snapshot=snapshot, workspace=session_workspace_path(session_id=session_id))
-    return True
+    workspace = session_workspace_path(session_id=session_id)
+    if snapshot is None or not snapshot.tree_oid or workspace is None:
+        raise RestoreUnavailable(session_id)
+    workspace_restore(snapshot=snapshot, workspace=workspace)
+
+
+class RestoreUnavailable(Exception):
+    """Start fresh was asked to put the workspace back, but the last turn's start is unknown."""

@@ -54,6 +54,10 @@ class RestorePlan:
     def empty(self) -> bool:
         return not (self.remove or self.restore or self.revert)
 
+    @property
+    def count(self) -> int:
+        return len(self.remove) + len(self.restore) + len(self.revert)
+
 
 def snapshot_store_ensure(*, store: Path) -> GitPlace:
     """The session's private bare repository, created on first use."""

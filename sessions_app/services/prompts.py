@@ -19,7 +19,8 @@ from django.db import transaction
 
 from recovery import wording
 from recovery.redact import redact_credentials
-from sessions_app.effects.services import fresh_restore
+from sessions_app.effects import wording as effects_wording
+from sessions_app.effects.services import RestoreUnavailable, fresh_restore
 from sessions_app.errors import (
     GenerationActive,
     InvalidInput,
@@ -193,12 +194,17 @@ def session_recover(
     back as if it were complete: the transcript builder leaves incomplete rows out. Either starts
     a turn, so the person's caps apply (CapReached, services/caps.py). ``restore`` (Start fresh
     only, after its confirmation step) first puts the agent's workspace back exactly as the last
-    turn found it; without it the files are kept."""
+    turn found it; without it the files are kept. A restore with no plan behind it (the turn's
+    start unknown, the workspace gone) or one git cannot carry out is a StateConflict, and
+    nothing starts: the person chose to put the files back, so they are never silently kept."""
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     if action not in RECOVERY_ACTIONS:
         raise InvalidInput("action", "must be one of: resume, fresh")
     mode = Mode(action)
+    if restore and mode is not Mode.FRESH:
+        # Well formed (the schema cannot tie one field to another), so a conflict, not a 422.
+        raise StateConflict("restore", effects_wording.RESTORE_ONLY_WITH_FRESH)
 
     def supersede(locked: Session) -> None:
         if mode is Mode.FRESH:
@@ -215,8 +221,10 @@ def session_recover(
             # Under the session lock, after the active-run refusal: no agent is writing now.
             try:
                 fresh_restore(session_id=locked.pk)
+            except RestoreUnavailable:
+                raise StateConflict("restore", effects_wording.NO_RESTORE_PLAN) from None
             except GitFailed:
-                raise InvalidInput("restore", "the workspace could not be put back") from None
+                raise StateConflict("restore", effects_wording.RESTORE_FAILED) from None
         return _Prompt(text=prompt.full_text, metadata={"fresh_start": True}, context_starts=True)
 
     return _turn_open(

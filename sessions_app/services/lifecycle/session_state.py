@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from recovery import wording
 from sessions_app import event_types as event_names
+from sessions_app.effects.services import fresh_restore_offer
 from sessions_app.models import PromptGeneration, Session, Task
 from sessions_app.selectors import session_switch_targets
 from sessions_app.services.event_log import event_append
@@ -143,6 +144,12 @@ def _session_write(*, session: Session, source: str, to: str, payload: dict[str,
         if to == SessionState.NEEDS_ATTENTION:
             # The card's "Try another target" choices ride along, like the explanation.
             payload["switch_targets"] = session_switch_targets(session=session)
+            # Whether Start fresh may put the workspace back rides along too, measured once here
+            # rather than by every viewer's socket.
+            if "fresh" in payload.get("recovery_actions", ()):
+                offer = fresh_restore_offer(session_id=session.pk).as_payload()
+                if offer is not None:
+                    payload["fresh_restore"] = offer
         event_append(session=session, type=event_names.SESSION_UPDATED, payload=payload)
 
 

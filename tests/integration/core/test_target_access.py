@@ -86,16 +86,20 @@ def test_the_target_list_shows_a_user_names_and_models_only(owner_api, operators
         ("Team agent", ""),
         ("Team proxy", "gpt-team"),
     ]
-    assert {frozenset(t) for t in listed} == {frozenset({"id", "name", "model"})}
+    # Whether its agent asks before it edits or runs anything is the person's business too.
+    assert {frozenset(t) for t in listed} == {frozenset(SEEN_BY_USERS)}
     for text in SET_UP:
         assert text not in response.content.decode()
+
+
+SEEN_BY_USERS = {"id", "name", "model", "permission_policy"}
 
 
 def test_the_openapi_document_describes_no_way_to_see_or_set_a_targets_set_up():
     document = Client().get("/api/openapi.json").json()
 
     schemas = document["components"]["schemas"]
-    assert set(schemas["TargetOut"]["properties"]) == {"id", "name", "model"}
+    assert set(schemas["TargetOut"]["properties"]) == SEEN_BY_USERS
     assert "TargetIn" not in schemas
     assert set(document["paths"]["/api/v1/targets"]["post"]["responses"]) <= {"401", "403"}
 
