@@ -11,8 +11,15 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_acp_session import acp_session
+from tests.e2e.test_chat_experience import watch_console
 from tests.e2e.test_chat_turns import axe_serious
 from tests.e2e.test_live_session import assert_fits_a_phone, open_session, send
+from tests.integration.acp_app.test_tool_cards import (
+    HOSTILE_NAME,
+    HOSTILE_NEW,
+    HOSTILE_OLD,
+    HOSTILE_OUTPUT,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -68,6 +75,7 @@ def run(desktop, phone, prompt: str, count: int) -> None:
 def test_tool_cards_read_well_on_a_desktop_and_a_phone(stack, desktop, phone, work):
     session_id = acp_session(stack, "Tool cards")
     write_workspace(work / f"session-{session_id}")
+    errors = {page: watch_console(page) for page in (desktop, phone)}
     for page in (desktop, phone):
         open_session(page, session_id)
 
@@ -130,6 +138,7 @@ def test_tool_cards_read_well_on_a_desktop_and_a_phone(stack, desktop, phone, wo
 
     for page in (desktop, phone):
         assert axe_serious_on_every_card(page) == []
+        assert errors[page] == []  # no script error, no CSP refusal
 
 
 def axe_serious_on_every_card(page) -> list[str]:
@@ -166,3 +175,34 @@ def test_a_readers_choice_of_open_blocks_survives_the_live_update(stack, desktop
     assert desktop.evaluate(SHOWN) == [["execute", "done", [False]]]
     assert phone.evaluate(SHOWN) == [["execute", "done", [True]]]
     assert "2 passed" in phone.locator(f"{CARDS} pre.terminal").inner_text()
+
+
+def test_markup_an_agent_sends_is_shown_as_text_and_runs_nothing(stack, desktop, phone, work):
+    session_id = acp_session(stack, "Hostile tool content")
+    folder = work / f"session-{session_id}"
+    hostile = folder / HOSTILE_NAME
+    hostile.parent.mkdir(parents=True, exist_ok=True)
+    hostile.write_text(HOSTILE_OLD)
+    Path(f"{hostile}.new").write_text(HOSTILE_NEW)
+    (folder / "evil.txt").write_text(HOSTILE_OUTPUT)
+    dialogs: list[str] = []
+    for page in (desktop, phone):
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        open_session(page, session_id)
+
+    run(desktop, phone, f"/tool-diff {HOSTILE_NAME}", 1)
+    run(desktop, phone, "/tool-terminal evil.txt", 2)
+    for page in (desktop, phone):
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true })")
+    desktop.reload()
+    desktop.wait_for_selector(CARDS)
+    desktop.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true })")
+
+    for page in (desktop, phone):
+        cards = page.locator(CARDS)
+        assert cards.locator("svg, img, script, a").count() == 0
+        assert HOSTILE_NAME in cards.first.locator(".tool-title").inner_text()
+        assert '+<img src=x onerror="alert(3)">' in cards.first.locator("pre.diff").inner_text()
+        shown = cards.last.locator("pre.terminal").inner_text()
+        assert "<script>alert(4)</script>" in shown and "\x1b" not in shown
+    assert dialogs == []
