@@ -20,7 +20,7 @@ class ApprovalAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     fields = (
         "session", "generation", "tool_call_id", "kind", "title", "command", "paths", "diff",
-        "options", "state", "option_id", "decided_by", "asked", "decided", "deadline",
+        "options", "state", "option_id", "decided_by", "standing", "asked", "decided", "deadline",
     )  # fmt: skip
     readonly_fields = fields
 
