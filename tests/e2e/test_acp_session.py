@@ -3,7 +3,9 @@ stack: Daphne, a Celery worker that starts our mock ACP agent as a subprocess fo
 
 from __future__ import annotations
 
+import os
 import secrets
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +109,30 @@ def test_an_abandoned_response_is_removed_live_for_both_viewers(stack, desktop, 
         assert shown.count("This is the replacement answer.") == 1
         assert "This draft will be abandoned." not in shown
         assert "Drafting a first attempt." not in shown
+
+
+def test_an_agents_edit_waits_for_the_phone_and_the_worker_writes_it_once_allowed(
+    stack, desktop, phone
+):
+    # The whole pipeline: the Celery worker's agent asks, every viewer gets the card, the phone
+    # answers, the worker's asker hands the answer to the agent, which then writes the file.
+    session_id = acp_session(stack, "Asking agent")
+    for page in (desktop, phone):
+        open_session(page, session_id)
+
+    send(desktop, "/edit plan.md the agreed plan")
+
+    pending = "#transcript .approval[data-state='pending']"
+    for page in (desktop, phone):
+        page.wait_for_selector(pending, timeout=60_000)
+        page.wait_for_selector("#session-state >> text=Needs approval")
+    phone.locator(f"{pending} button[data-kind='allow_once']").click()
+
+    for page in (desktop, phone):
+        outcome = page.wait_for_selector(
+            "#transcript .approval[data-state='allowed'] .approval-outcome", timeout=30_000
+        )
+        assert f"by {USERNAME}" in outcome.inner_text()
+        wait_for_complete_answer(page, "I changed plan.md.")
+    work = Path(os.environ["KANDEV_ACP_WORKDIR"])
+    assert (work / f"session-{session_id}" / "plan.md").read_text() == "the agreed plan\n"
