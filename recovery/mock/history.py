@@ -150,11 +150,11 @@ def responses_history(body: dict) -> History:
             reader.count(" ".join(texts))
             if role == "user":
                 reader.user_text(texts)
-        elif kind == "function_call":
-            reader.roles.append("function_call")
-            reader.count(str(item.get("arguments", "")))
-        elif kind == "function_call_output":
-            reader.roles.append("function_call_output")
+        elif kind in ("function_call", "custom_tool_call"):
+            reader.roles.append(kind)
+            reader.count(str(item.get("arguments", item.get("input", ""))))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            reader.roles.append(kind)
             reader.tool(_output_text(item.get("output", "")))
     return reader.history()
 
