@@ -35,7 +35,7 @@ from recovery.mock.tool_asks import (
     DeclaredTools,
     MarkerArgError,
     ToolCall,
-    edit_call,
+    edit_calls,
     marker_arg_decode,
     result_excerpt,
     run_call,
@@ -53,6 +53,7 @@ class ScenarioRequest:
     model: str
     credential: str = ""  # the request's credential as received (for the careless-gateway cases)
     tools: DeclaredTools = field(default_factory=DeclaredTools)  # what the request declares
+    tool_results_since_prompt: int = 0  # how many of a multi-call script's calls have run
 
 
 def _chunks(text: str, words_per_chunk: int = 3) -> tuple[str, ...]:
@@ -150,6 +151,9 @@ def _said(text: str) -> Plan:
 
 
 def _calling(req: ScenarioRequest, call: ToolCall, intent: str) -> Plan:
+    # Each call of a multi-call script needs an id of its own: agents key tool calls by it.
+    number = req.tool_results_since_prompt + 1
+    call_id = f"toolu_mock_{req.attempt:04d}" + (f"_{number}" if number > 1 else "")
     split = max(1, len(call.arguments) // 3)
     pieces = (
         call.arguments[:split],
@@ -157,7 +161,7 @@ def _calling(req: ScenarioRequest, call: ToolCall, intent: str) -> Plan:
         call.arguments[2 * split :],
     )
     step = Tool(
-        f"toolu_mock_{req.attempt:04d}",
+        call_id,
         call.name,
         tuple(p for p in pieces if p),
         freeform=call.freeform,
@@ -199,44 +203,47 @@ def _undeclared(req: ScenarioRequest, action: str, known: tuple[str, ...]) -> Pl
     )
 
 
-_EDIT_SPELLING = "[[mock:edit:PATH:TEXT]]"
+def _scripted_calls(
+    req: ScenarioRequest, calls: tuple[ToolCall, ...], what: str, intent: str, *, overload: bool
+) -> Plan:
+    """One call per model request until every call has its result, then (with ``overload``)
+    the wire's overloaded error for the first N attempts (args[2], 1), then the answer."""
+    done = req.tool_results_since_prompt
+    if done < len(calls):
+        return _calling(req, calls[done], intent if done == len(calls) - 1 else "First a look.")
+    if overload and req.attempt <= _int_arg(req, 2, 1):
+        return Plan((HttpError(_OVERLOAD),), final=False)
+    return _tool_done(req, what)
 
 
-def _edit_asked(req: ScenarioRequest, spelling: str, optional: int = 0) -> Plan:
+def _edit(req: ScenarioRequest, spelling: str, *, overload: bool = False) -> Plan:
     try:
-        path, text = _decoded_args(req, spelling, 2, optional)
+        path, text = _decoded_args(req, spelling, 2, 1 if overload else 0)
     except _BadArgs as bad:
         return _said(str(bad))
-    call = edit_call(req.tools, path=path, text=text)
-    if call is None:
+    calls = edit_calls(req.tools, path=path, text=text)
+    if not calls:
         return _undeclared(req, f"write {path}", EDIT_TOOLS)
-    return _calling(req, call, f"I will write {path} with the agent's own tool.")
+    intent = f"I will write {path} with the agent's own tool."
+    return _scripted_calls(req, calls, "edit", intent, overload=overload)
 
 
 def edit(req: ScenarioRequest) -> Plan:
     """`[[mock:edit:PATH:TEXT]]`: the agent's own file-writing tool writes TEXT to PATH
     (tool_asks.py); once the result is back, a short answer saying how it went."""
-    if req.tool_result is not None:
-        return _tool_done(req, "edit")
-    return _edit_asked(req, _EDIT_SPELLING)
+    return _edit(req, "[[mock:edit:PATH:TEXT]]")
 
 
 def edit_then_overloaded(req: ScenarioRequest) -> Plan:
     """`[[mock:edit-then-overloaded:PATH:TEXT[:N]]]`: the edit; then the call that carries its
     result is refused as overloaded (the wire's own 529 / 503) N times (1), then the answer: a
     failure after the agent may have changed the workspace."""
-    if req.tool_result is None:
-        return _edit_asked(req, "[[mock:edit-then-overloaded:PATH:TEXT:N]]", optional=1)
-    if req.attempt <= _int_arg(req, 2, 1):
-        return Plan((HttpError(_OVERLOAD),), final=False)
-    return _tool_done(req, "edit")
+    return _edit(req, "[[mock:edit-then-overloaded:PATH:TEXT:N]]", overload=True)
 
 
 def run(req: ScenarioRequest) -> Plan:
     """`[[mock:run:CMD]]`: the agent's own shell tool runs CMD (tool_asks.py); once the result
     is back, a short answer saying how it went."""
-    if req.tool_result is not None:
-        return _tool_done(req, "command")
     try:
         (command,) = _decoded_args(req, "[[mock:run:CMD]]", 1)
     except _BadArgs as bad:
@@ -244,7 +251,8 @@ def run(req: ScenarioRequest) -> Plan:
     call = run_call(req.tools, command=command)
     if call is None:
         return _undeclared(req, f"run {command!r}", RUN_TOOLS)
-    return _calling(req, call, f"I will run {command} with the agent's own tool.")
+    intent = f"I will run {command} with the agent's own tool."
+    return _scripted_calls(req, (call,), "command", intent, overload=False)
 
 
 def wire_fixture(req: ScenarioRequest) -> Plan:

@@ -253,6 +253,7 @@ def _plan(
         model,
         credential,
         tools or DeclaredTools(),
+        history.tool_results_since_prompt,
     )
     plan = SCENARIOS[selection.name](scenario_request)
     if plan.final:

@@ -136,18 +136,24 @@ EDIT_TOOLS = ("Write", "write_file", "apply_patch")
 RUN_TOOLS = ("Bash", "run_shell_command", "exec_command", "shell_command", "shell")
 
 
-def edit_call(tools: DeclaredTools, *, path: str, text: str) -> ToolCall | None:
-    """The agent's own call that writes ``text`` to ``path``, or None if it declares none."""
+def edit_calls(tools: DeclaredTools, *, path: str, text: str) -> tuple[ToolCall, ...]:
+    """The agent's own calls that write ``text`` to ``path``, in order; () if it declares none.
+    Claude Code's Write refuses to replace a file it has not read in the session ("File has not
+    been read yet"), so it reads the file first (a missing file reads as an error, harmlessly)."""
     for name in EDIT_TOOLS:
         if not tools.has(name):
             continue
         if name == "apply_patch":
             patch = _patch_adding(path, text)
             if name in tools.freeform:
-                return ToolCall(name, patch, freeform=True)
-            return ToolCall(name, json.dumps({"input": patch}))
-        return ToolCall(name, json.dumps({"file_path": _absolute(tools, path), "content": text}))
-    return None
+                return (ToolCall(name, patch, freeform=True),)
+            return (ToolCall(name, json.dumps({"input": patch})),)
+        file_path = _absolute(tools, path)
+        write = ToolCall(name, json.dumps({"file_path": file_path, "content": text}))
+        if name == "Write" and tools.has("Read"):
+            return (ToolCall("Read", json.dumps({"file_path": file_path})), write)
+        return (write,)
+    return ()
 
 
 def run_call(tools: DeclaredTools, *, command: str) -> ToolCall | None:
@@ -174,7 +180,9 @@ _REFUSED = re.compile(
     r"denied by|not approved",
     re.IGNORECASE,
 )
-_FAILED = re.compile(r"\berror\b|failed|exit(?:ed with)? code:? [1-9]", re.IGNORECASE)
+_FAILED = re.compile(
+    r"\berror\b|tool_use_error|failed|exit(?:ed with)? code:? [1-9]", re.IGNORECASE
+)
 RESULT_EXCERPT_CHARS = 160
 
 

@@ -55,16 +55,21 @@ def claude_ask(mock: MockProvider, messages: list, *, stream: bool = False):
     return client.messages.create(**fields)
 
 
-def claude_result(prompt: str, message, result: str) -> list:
+def claude_continued(history: list, message, result: str) -> list:
+    """``history`` with the model's tool call and the agent's ``result`` for it."""
     (call,) = [block for block in message.content if block.type == "tool_use"]
     return [
-        {"role": "user", "content": prompt},
+        *history,
         {"role": "assistant", "content": [block.model_dump() for block in message.content]},
         {
             "role": "user",
             "content": [{"type": "tool_result", "tool_use_id": call.id, "content": result}],
         },
     ]
+
+
+def claude_result(prompt: str, message, result: str) -> list:
+    return claude_continued([{"role": "user", "content": prompt}], message, result)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -83,6 +88,26 @@ def test_claude_is_asked_to_write_with_its_write_tool_then_told_what_happened(
     assert done.stop_reason == "end_turn"
     assert done.content[0].text.startswith("The edit went through.")
     assert mock_provider.requests()[0]["tools"] == ["Bash", "Write"]
+
+
+def test_claude_reads_before_it_writes_when_it_declares_read(mock_provider) -> None:
+    # Claude Code's Write refuses a file it has not read in the session.
+    tools = [*CLAUDE_TOOLS, {"name": "Read", "description": "Read", "input_schema": OBJECT}]
+    client = anthropic_client(mock_provider)
+    fields = {"model": "claude-sonnet-4-6", "max_tokens": 256, "system": CLAUDE_SYSTEM}
+    history: list = [{"role": "user", "content": EDIT}]
+    called, ids = [], set()
+    for result in ("File does not exist.", "File created successfully"):
+        asked = client.messages.create(**fields, tools=tools, messages=history)
+        called += [(b.name, b.input) for b in asked.content if b.type == "tool_use"]
+        ids |= {b.id for b in asked.content if b.type == "tool_use"}
+        history = claude_continued(history, asked, result)
+    done = client.messages.create(**fields, tools=tools, messages=history)
+
+    assert called == [("Read", {"file_path": WRITTEN["file_path"]}), ("Write", WRITTEN)]
+    assert len(ids) == 2
+    assert done.content[0].text.startswith("The edit went through.")
+    assert [r["tool_results"] for r in mock_provider.requests()] == [0, 1, 2]
 
 
 def test_claude_is_asked_to_run_with_bash_and_a_refusal_is_said(mock_provider) -> None:

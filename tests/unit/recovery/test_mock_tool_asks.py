@@ -13,7 +13,7 @@ from recovery.mock.tool_asks import (
     DeclaredTools,
     MarkerArgError,
     declared_tools,
-    edit_call,
+    edit_calls,
     marker_arg_decode,
     run_call,
     tool_outcome,
@@ -95,14 +95,23 @@ def test_an_edit_uses_each_agents_own_file_tool_and_shape():
         names=("exec_command", "apply_patch"), freeform=frozenset({"apply_patch"})
     )
 
-    written = edit_call(claude, path="a.txt", text="hi")
-    assert written is not None and written.name == "Write"
+    (written,) = edit_calls(claude, path="a.txt", text="hi")
+    assert written.name == "Write"
     assert json.loads(written.arguments) == {"file_path": "/ws/a.txt", "content": "hi"}
-    written = edit_call(gemini, path="/abs/a.txt", text="hi")
-    assert written is not None and json.loads(written.arguments)["file_path"] == "/abs/a.txt"
-    patch = edit_call(codex, path="a.txt", text="one\ntwo")
-    assert patch is not None and patch.freeform
-    assert patch.arguments == ("*** Begin Patch\n*** Add File: a.txt\n+one\n+two\n*** End Patch\n")
+    (written,) = edit_calls(gemini, path="/abs/a.txt", text="hi")
+    assert json.loads(written.arguments)["file_path"] == "/abs/a.txt"
+    (patch,) = edit_calls(codex, path="a.txt", text="one\ntwo")
+    assert patch.freeform
+    assert patch.arguments == "*** Begin Patch\n*** Add File: a.txt\n+one\n+two\n*** End Patch\n"
+
+
+def test_claude_reads_the_file_before_writing_it_as_its_write_tool_insists():
+    claude = DeclaredTools(names=("Read", "Write"), workdir="/ws")
+
+    read, write = edit_calls(claude, path="a.txt", text="hi")
+
+    assert (read.name, json.loads(read.arguments)) == ("Read", {"file_path": "/ws/a.txt"})
+    assert write.name == "Write"
 
 
 def test_a_run_uses_each_agents_own_shell_tool_and_shape():
@@ -119,7 +128,7 @@ def test_a_run_uses_each_agents_own_shell_tool_and_shape():
 
 def test_no_fitting_tool_gives_none():
     tools = DeclaredTools(names=("Read", "Glob"))
-    assert edit_call(tools, path="a", text="b") is None
+    assert edit_calls(tools, path="a", text="b") == ()
     assert run_call(tools, command="ls") is None
 
 
@@ -132,6 +141,7 @@ def test_no_fitting_tool_gives_none():
         ("Process exited with code 0 Original token count: 0 Output:", "succeeded"),
         ("<untrusted_context> Output: (empty) Process Group PGID: 20", "succeeded"),
         ("User refused permission to run tool", "refused"),
+        ("<tool_use_error>File has not been read yet. Read it first</tool_use_error>", "failed"),
         ('{"error": "Tool \\"write_file\\" was canceled by the user."}', "refused"),
         ("Exit code: 1 Wall time: 0.4 seconds Output: Failed to create parent", "failed"),
         ("Process exited with code 2", "failed"),
