@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,9 @@ import pytest
 from recovery.providers.acp import AcpPromptSpec, AgentText, Correlation, acp_prompt_iter
 from recovery.providers.acp import run as acp_run
 from recovery.providers.acp.asking import PermissionAsk
+from recovery.providers.acp.failure import PromptCompleted, PromptFailure
 from recovery.providers.acp.permissions import PermissionPolicy
+from recovery.taxonomy import Exposure
 from sessions_app.agent.targets import acp_config_for
 from tests.agents.conftest import AgentChat, agent_chat
 
@@ -72,24 +75,55 @@ def recorded_requests(monkeypatch):
     return kept
 
 
-def ask_run(chat: AgentChat, prompt: str, asker: Recorder) -> tuple[str, Path, str]:
+def ask_run(
+    chat: AgentChat, prompt: str, asker: Recorder, *, existing: str | None = None
+) -> tuple[str, Path, str]:
+    """What the agent showed, and its working directory on this machine and as it sees it.
+    ``existing``: FILE is there with that text before the agent starts."""
+    outcome, shown, host, seen = ask_outcome(chat, prompt, asker, existing=existing)
+    assert isinstance(outcome, PromptCompleted), outcome
+    return shown, host, seen
+
+
+def ask_outcome(chat: AgentChat, prompt: str, asker: Recorder, *, existing: str | None = None):
     config = acp_config_for(chat.session.target, session_id=chat.session.pk)
+    host = Path(config.host_cwd or config.cwd)
+    if existing is not None:
+        (host / FILE).write_text(existing)
     spec = AcpPromptSpec(
         **{**config.launch_fields(), "permission_policy": PermissionPolicy.ASK},
         prompt=prompt,
         correlation=Correlation(session_id="s", execution_id="e", generation=1),
         prompt_timeout_s=240,
     )
-    shown = "".join(
-        item.text for item in acp_prompt_iter(spec, asker=asker) if isinstance(item, AgentText)
-    )
-    return shown, Path(config.host_cwd or config.cwd), config.cwd
+    shown, outcome = "", None
+    for item in acp_prompt_iter(spec, asker=asker):
+        if isinstance(item, AgentText):
+            shown += item.text
+        elif isinstance(item, PromptCompleted | PromptFailure):
+            outcome = item
+    return outcome, shown, host, config.cwd
+
+
+def _unclocked(value):
+    if isinstance(value, dict):
+        return {
+            key: "<turn>" if key == "turn_id" else _unclocked(item) for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_unclocked(item) for item in value]
+    if isinstance(value, int) and not isinstance(value, bool) and value > 10**12:
+        return 0  # an epoch in milliseconds
+    if isinstance(value, str):
+        return re.sub(r"(?<![0-9])1[0-9]{12}(?![0-9])", "<epoch-ms>", value)
+    return value
 
 
 def sanitised(value, *, host: Path, seen: str):
-    text = json.dumps(value)
-    text = text.replace(str(host), "<workdir>").replace(seen, "<workdir>")
-    return json.loads(text)
+    """The request with this run's places and clock taken out, so a re-recording differs only
+    where the agent's behaviour did."""
+    text = json.dumps(value).replace(str(host), "<workdir>").replace(seen, "<workdir>")
+    return _unclocked(json.loads(text))
 
 
 def fixture_write(chat: AgentChat, action: str, kept: dict, *, host: Path, seen: str) -> None:
@@ -127,6 +161,29 @@ def test_an_allowed_edit_writes_the_file(chat, recorded_requests):
     fixture_write(chat, "edit", recorded_requests[0], host=host, seen=seen)
 
 
+def test_an_allowed_edit_replaces_a_file_that_is_there(chat, recorded_requests):
+    asker = Recorder(ALLOW)
+    shown, host, seen = ask_run(chat, prompt_edit(), asker, existing="the old line\n")
+
+    assert len(asker.asks) == 1, f"{chat.kind}: {shown!r}"
+    assert (host / FILE).read_text().rstrip("\n") == TEXT
+    assert "The edit went through" in shown
+    fixture_write(chat, "edit-existing", recorded_requests[-1], host=host, seen=seen)
+
+
+def test_an_approved_edit_then_an_overloaded_provider_fails_with_the_file_changed(chat):
+    # The turn's failure comes after an effect: the evidence says a tool ran, and the file the
+    # person approved is there (what Start fresh must put back).
+    prompt = "[[mock:edit-then-overloaded:agent-wrote.txt:x]] please"
+    outcome, _, host, _ = ask_outcome(chat, prompt, Recorder(ALLOW))
+
+    assert isinstance(outcome, PromptFailure), outcome
+    assert outcome.evidence.exposure == Exposure.TOOL_CALL
+    assert outcome.replay_facts.tool_activity
+    assert (host / FILE).read_text().rstrip("\n") == "x"
+    assert [r["status"] for r in chat.requests()][-1] in (503, 529)
+
+
 def refusal_seen(chat: AgentChat, shown: str, what: str) -> None:
     """Claude Code and Gemini CLI send the refusal back as the tool's result and the model
     answers; Codex's reject option is "abort": it ends the turn and sends nothing back."""
@@ -134,7 +191,7 @@ def refusal_seen(chat: AgentChat, shown: str, what: str) -> None:
         assert len(chat.requests()) == 1
         assert "refused" not in shown
     else:
-        assert [r["tool_results"] for r in chat.requests()] == [0, 1]
+        assert chat.requests()[-1]["tool_results"] >= 1  # the refusal came back
         assert f"The {what} was refused" in shown
 
 

@@ -40,7 +40,8 @@ def card(agent: str, action: str) -> PermissionAsk:
 
 def test_every_agent_and_action_has_a_fixture():
     names = sorted(path.name for path in FIXTURES.glob("*.json"))
-    assert names == sorted(f"{a}-{x}.json" for a in AGENTS for x in ("edit", "run"))
+    actions = ("edit", "edit-existing", "run")
+    assert names == sorted(f"{a}-{x}.json" for a in AGENTS for x in actions)
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -55,6 +56,20 @@ def test_an_edit_card_names_the_file_and_shows_the_diff(agent):
     assert ask.diff.old_text in (None, "")  # a new file (Gemini CLI sends "" for "none")
 
 
+# Pinned: only Gemini CLI says what an overwrite replaces. Claude Code's Write and Codex's patch
+# (the mock's "*** Add File" over an existing file) send the new text alone, so their card reads
+# like a new file; the old text is only in the working directory.
+OLD_TEXT_SENT = {"claude": None, "codex": None, "gemini": "the old line\n"}
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_an_overwrite_card_carries_the_old_text_only_where_the_agent_sends_it(agent):
+    ask = card(agent, "edit-existing")
+
+    assert ask.diff is not None and ask.diff.new_text.rstrip("\n") == TEXT
+    assert ask.diff.old_text == OLD_TEXT_SENT[agent]
+
+
 @pytest.mark.parametrize("agent", AGENTS)
 def test_a_run_card_shows_the_command_and_no_diff(agent):
     ask = card(agent, "run")
@@ -65,7 +80,7 @@ def test_a_run_card_shows_the_command_and_no_diff(agent):
     assert "touch made-by-agent" in ask.title
 
 
-@pytest.mark.parametrize("action", ["edit", "run"])
+@pytest.mark.parametrize("action", ["edit", "edit-existing", "run"])
 @pytest.mark.parametrize("agent", AGENTS)
 def test_the_card_offers_the_agents_own_allow_once_and_reject(agent, action):
     kinds = [option.kind for option in card(agent, action).options]
