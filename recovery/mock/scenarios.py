@@ -221,7 +221,9 @@ def _edit(req: ScenarioRequest, spelling: str, *, overload: bool = False) -> Pla
         path, text = _decoded_args(req, spelling, 2, 1 if overload else 0)
     except _BadArgs as bad:
         return _said(str(bad))
-    calls = edit_calls(req.tools, path=path, text=text)
+    # The first call's result decides the second where there are two (Claude Code's Read).
+    read = req.tool_result if req.tool_results_since_prompt == 1 else None
+    calls = edit_calls(req.tools, path=path, text=text, read=read)
     if not calls:
         return _undeclared(req, f"write {path}", EDIT_TOOLS)
     intent = f"I will write {path} with the agent's own tool."

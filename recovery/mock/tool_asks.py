@@ -3,8 +3,11 @@
 `[[mock:edit:PATH:TEXT]]` and `[[mock:run:CMD]]` (scenarios.py) call whichever of the agent's own
 tools fits, read from the tools the request declares, in the argument shape that agent expects:
 
-    write a file    Claude Code Write {file_path, content}; Gemini CLI write_file {file_path,
-                    content}; Codex apply_patch (a freeform tool: an "*** Add File:" patch)
+    write a file    Claude Code Read {file_path}, then Write {file_path, content} (or, when
+                    Read showed the file's text, Edit {file_path, old_string, new_string} of
+                    all of it); Gemini CLI write_file {file_path, content}; Codex exec_command
+                    `cat PATH`, then apply_patch (a freeform tool: an "*** Add File:" patch, or
+                    "*** Update File:" of all the old lines where the cat showed them)
     run a command   Claude Code Bash {command}; Gemini CLI run_shell_command {command}; Codex
                     exec_command {cmd} (or an older Codex's shell_command / shell)
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,27 +136,95 @@ def _patch_adding(path: str, text: str) -> str:
     return f"*** Begin Patch\n*** Add File: {path}\n{lines}*** End Patch\n"
 
 
+def _patch_replacing(path: str, old: str, text: str) -> str:
+    removed = "".join(f"-{line}\n" for line in old.removesuffix("\n").split("\n"))
+    added = "".join(f"+{line}\n" for line in text.split("\n"))
+    return f"*** Begin Patch\n*** Update File: {path}\n@@\n{removed}{added}*** End Patch\n"
+
+
+_EXITED = re.compile(r"(?:Process exited with code|Exit code:?) ([0-9]+)")
+_OUTPUT = "\nOutput:\n"
+
+
+def cat_back(result: str) -> str | None:
+    """The text of a file as Codex's exec_command showed a `cat` of it, or None where it showed
+    none (the file is missing or empty) or may have cut some off."""
+    exited = _EXITED.search(result)
+    if exited is None or exited[1] != "0" or _OUTPUT not in result:
+        return None
+    shown = result.split(_OUTPUT, 1)[1]
+    if not shown or "truncated" in shown:
+        return None
+    return shown
+
+
+def _codex_patch(tools: DeclaredTools, path: str, text: str, read: str | None) -> ToolCall:
+    # An "*** Update File" of the whole old text, where the cat showed it, so Codex's request
+    # says what it replaces (an "*** Add File" over a file that is there replaces it, silently
+    # reading like a new file).
+    old = cat_back(read) if read is not None else None
+    patch = _patch_replacing(path, old, text) if old and old != text else _patch_adding(path, text)
+    if "apply_patch" in tools.freeform:
+        return ToolCall("apply_patch", patch, freeform=True)
+    return ToolCall("apply_patch", json.dumps({"input": patch}))
+
+
 EDIT_TOOLS = ("Write", "write_file", "apply_patch")
 RUN_TOOLS = ("Bash", "run_shell_command", "exec_command", "shell_command", "shell")
 
 
-def edit_calls(tools: DeclaredTools, *, path: str, text: str) -> tuple[ToolCall, ...]:
+# Claude Code's Read shows each line after its number and an arrow (a tab in older versions).
+_READ_LINE = re.compile(r" *([0-9]+)(?:\u2192|\t)(.*)")
+_READ_LIMIT = 2000  # Read shows at most this many lines, each cut at this many characters
+
+
+def read_back(result: str) -> str | None:
+    """The whole text of a file as Claude Code's Read showed it, or None where it showed no
+    text (a missing or empty file) or may have cut some off (a long file or line)."""
+    lines: list[str] = []
+    for raw in result.split("\n"):
+        numbered = _READ_LINE.fullmatch(raw)
+        if numbered is None or int(numbered[1]) != len(lines) + 1:
+            break  # the system reminder Claude Code appends, or the end
+        lines.append(numbered[2])
+    if not lines or len(lines) >= _READ_LIMIT or any(len(li) >= _READ_LIMIT for li in lines):
+        return None
+    return "\n".join(lines)
+
+
+def _claude_write(tools: DeclaredTools, file_path: str, text: str, read: str | None) -> ToolCall:
+    # An Edit of the whole old text, where Read showed it, so the agent's permission request
+    # carries the old text beside the new (its Write request carries the new text only).
+    old = read_back(read) if read is not None else None
+    if old and old != text and tools.has("Edit"):
+        edit = {"file_path": file_path, "old_string": old, "new_string": text}
+        return ToolCall("Edit", json.dumps(edit))
+    return ToolCall("Write", json.dumps({"file_path": file_path, "content": text}))
+
+
+def edit_calls(
+    tools: DeclaredTools, *, path: str, text: str, read: str | None = None
+) -> tuple[ToolCall, ...]:
     """The agent's own calls that write ``text`` to ``path``, in order; () if it declares none.
-    Claude Code's Write refuses to replace a file it has not read in the session ("File has not
-    been read yet"), so it reads the file first (a missing file reads as an error, harmlessly)."""
+    Each agent first looks at the file (Claude Code's Write refuses to replace a file it has not
+    read in the session, "File has not been read yet"; Codex's patch must know the old lines to
+    update them): Claude Code with Read, Codex with a `cat` (a plain read it runs without
+    asking). A missing file shows as an error, harmlessly. ``read`` is what that look gave back,
+    once it has: a file that is there is then replaced by an edit of its whole text (Claude Code
+    Edit, Codex "*** Update File"), so the agent's permission request shows old and new."""
     for name in EDIT_TOOLS:
         if not tools.has(name):
             continue
         if name == "apply_patch":
-            patch = _patch_adding(path, text)
-            if name in tools.freeform:
-                return (ToolCall(name, patch, freeform=True),)
-            return (ToolCall(name, json.dumps({"input": patch})),)
+            if tools.has("exec_command"):
+                look = ToolCall("exec_command", json.dumps({"cmd": f"cat {shlex.quote(path)}"}))
+                return (look, _codex_patch(tools, path, text, read))
+            return (_codex_patch(tools, path, text, None),)
         file_path = _absolute(tools, path)
-        write = ToolCall(name, json.dumps({"file_path": file_path, "content": text}))
         if name == "Write" and tools.has("Read"):
-            return (ToolCall("Read", json.dumps({"file_path": file_path})), write)
-        return (write,)
+            look = ToolCall("Read", json.dumps({"file_path": file_path}))
+            return (look, _claude_write(tools, file_path, text, read))
+        return (ToolCall(name, json.dumps({"file_path": file_path, "content": text})),)
     return ()
 
 

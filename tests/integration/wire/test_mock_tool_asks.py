@@ -90,24 +90,50 @@ def test_claude_is_asked_to_write_with_its_write_tool_then_told_what_happened(
     assert mock_provider.requests()[0]["tools"] == ["Bash", "Write"]
 
 
-def test_claude_reads_before_it_writes_when_it_declares_read(mock_provider) -> None:
-    # Claude Code's Write refuses a file it has not read in the session.
-    tools = [*CLAUDE_TOOLS, {"name": "Read", "description": "Read", "input_schema": OBJECT}]
-    client = anthropic_client(mock_provider)
+READ_TOOLS = [
+    *CLAUDE_TOOLS,
+    *({"name": name, "description": name, "input_schema": OBJECT} for name in ("Read", "Edit")),
+]
+SHOWN_BY_READ = (
+    "     1\u2192the old line\n     2\u2192\n\n<system-reminder>\nA note.\n</system-reminder>"
+)
+
+
+def claude_read_then_changed(mock: MockProvider, read_result: str) -> tuple[list, object]:
+    """The calls the mock makes after Claude Code's Read gave ``read_result``, and its answer."""
+    client = anthropic_client(mock)
     fields = {"model": "claude-sonnet-4-6", "max_tokens": 256, "system": CLAUDE_SYSTEM}
     history: list = [{"role": "user", "content": EDIT}]
     called, ids = [], set()
-    for result in ("File does not exist.", "File created successfully"):
-        asked = client.messages.create(**fields, tools=tools, messages=history)
+    for result in (read_result, "The file has been written"):
+        asked = client.messages.create(**fields, tools=READ_TOOLS, messages=history)
         called += [(b.name, b.input) for b in asked.content if b.type == "tool_use"]
         ids |= {b.id for b in asked.content if b.type == "tool_use"}
         history = claude_continued(history, asked, result)
-    done = client.messages.create(**fields, tools=tools, messages=history)
+    assert len(ids) == len(called), "each call has an id of its own"
+    return called, client.messages.create(**fields, tools=READ_TOOLS, messages=history)
+
+
+def test_claude_reads_a_missing_file_then_writes_it(mock_provider) -> None:
+    # Claude Code's Write refuses a file it has not read in the session.
+    called, done = claude_read_then_changed(mock_provider, "File does not exist.")
 
     assert called == [("Read", {"file_path": WRITTEN["file_path"]}), ("Write", WRITTEN)]
-    assert len(ids) == 2
     assert done.content[0].text.startswith("The edit went through.")
     assert [r["tool_results"] for r in mock_provider.requests()] == [0, 1, 2]
+
+
+def test_claude_replaces_a_file_read_back_with_an_edit_of_all_its_text(mock_provider) -> None:
+    # An Edit, so Claude Code's permission request shows the old text beside the new.
+    called, done = claude_read_then_changed(mock_provider, SHOWN_BY_READ)
+
+    edited = {
+        "file_path": WRITTEN["file_path"],
+        "old_string": "the old line\n",
+        "new_string": WRITTEN["content"],
+    }
+    assert called == [("Read", {"file_path": WRITTEN["file_path"]}), ("Edit", edited)]
+    assert done.content[0].text.startswith("The edit went through.")
 
 
 def test_claude_is_asked_to_run_with_bash_and_a_refusal_is_said(mock_provider) -> None:
@@ -164,17 +190,38 @@ def finished_items(events: list) -> list:
     return [e.item for e in events if e.type == "response.output_item.done"]
 
 
+CAT_MISSING = "Process exited with code 1\nOutput:\ncat: notes/a.txt: No such file or directory\n"
+
+
+def codex_looked(mock: MockProvider, prompt: str, cat_output: str) -> tuple[list, list]:
+    """Codex's exec_command `cat` the mock asks for first, answered with ``cat_output``: the
+    conversation so far and what the mock asked for next."""
+    (look,) = [
+        item
+        for item in finished_items(codex_events(mock, [{"role": "user", "content": prompt}]))
+        if item.type == "function_call"
+    ]
+    assert look.name == "exec_command" and json.loads(look.arguments)["cmd"].startswith("cat ")
+    history = [
+        {"role": "user", "content": prompt},
+        {"type": "function_call", "call_id": look.call_id, "name": look.name,
+         "arguments": look.arguments},
+        {"type": "function_call_output", "call_id": look.call_id, "output": cat_output},
+    ]  # fmt: skip
+    return history, codex_events(mock, history)
+
+
 def test_codex_is_asked_to_edit_with_an_apply_patch_it_then_hears_the_result(
     mock_provider: MockProvider,
 ) -> None:
-    events = codex_events(mock_provider, [{"role": "user", "content": EDIT}])
+    looked, events = codex_looked(mock_provider, EDIT, CAT_MISSING)
 
     (call,) = [item for item in finished_items(events) if item.type == "custom_tool_call"]
     pieces = [e.delta for e in events if e.type == "response.custom_tool_call_input.delta"]
     assert (call.name, call.input) == ("apply_patch", PATCH)
     assert len(pieces) >= 2 and "".join(pieces) == PATCH
     history = [
-        {"role": "user", "content": EDIT},
+        *looked,
         {"type": "custom_tool_call", "call_id": call.call_id, "name": call.name,
          "input": call.input},
         {"type": "custom_tool_call_output", "call_id": call.call_id,
@@ -183,7 +230,19 @@ def test_codex_is_asked_to_edit_with_an_apply_patch_it_then_hears_the_result(
     done = codex_events(mock_provider, history)
     (answer,) = [item for item in finished_items(done) if item.type == "message"]
     assert answer.content[0].text.startswith("The edit went through.")
-    assert [r["tool_results"] for r in mock_provider.requests()] == [0, 1]
+    assert [r["tool_results"] for r in mock_provider.requests()] == [0, 1, 2]
+
+
+def test_codex_updates_a_file_its_cat_showed_so_its_request_shows_the_old_lines(
+    mock_provider: MockProvider,
+) -> None:
+    _, events = codex_looked(mock_provider, EDIT, "Process exited with code 0\nOutput:\nold\n")
+
+    (call,) = [item for item in finished_items(events) if item.type == "custom_tool_call"]
+    assert call.input == (
+        "*** Begin Patch\n*** Update File: notes/a.txt\n@@\n-old\n+hello world: done\n"
+        "*** End Patch\n"
+    )
 
 
 def test_codex_is_asked_to_run_with_exec_command(mock_provider: MockProvider) -> None:
@@ -196,15 +255,10 @@ def test_codex_is_asked_to_run_with_exec_command(mock_provider: MockProvider) ->
 
 def test_codex_after_the_edit_the_next_call_is_the_wires_overloaded_error(mock_provider) -> None:
     prompt = "[[mock:edit-then-overloaded:a.txt:x]] go"
-    (call,) = [
-        item
-        for item in finished_items(
-            codex_events(mock_provider, [{"role": "user", "content": prompt}])
-        )
-        if item.type == "custom_tool_call"
-    ]
+    looked, events = codex_looked(mock_provider, prompt, CAT_MISSING)
+    (call,) = [item for item in finished_items(events) if item.type == "custom_tool_call"]
     history = [
-        {"role": "user", "content": prompt},
+        *looked,
         {"type": "custom_tool_call", "call_id": call.call_id, "name": call.name,
          "input": call.input},
         {"type": "custom_tool_call_output", "call_id": call.call_id, "output": "Success."},

@@ -56,18 +56,16 @@ def test_an_edit_card_names_the_file_and_shows_the_diff(agent):
     assert ask.diff.old_text in (None, "")  # a new file (Gemini CLI sends "" for "none")
 
 
-# Pinned: only Gemini CLI says what an overwrite replaces. Claude Code's Write and Codex's patch
-# (the mock's "*** Add File" over an existing file) send the new text alone, so their card reads
-# like a new file; the old text is only in the working directory.
-OLD_TEXT_SENT = {"claude": None, "codex": None, "gemini": "the old line\n"}
-
-
 @pytest.mark.parametrize("agent", AGENTS)
-def test_an_overwrite_card_carries_the_old_text_only_where_the_agent_sends_it(agent):
+def test_an_overwrite_card_shows_the_old_text_beside_the_new(agent):
+    # Claude Code and Codex say what an edit replaces only for their Edit and "*** Update File"
+    # (the mock uses them on a file that is there); their Write and "*** Add File" over an
+    # existing file carry the new text alone (docs/agents-permissions.md).
     ask = card(agent, "edit-existing")
 
-    assert ask.diff is not None and ask.diff.new_text.rstrip("\n") == TEXT
-    assert ask.diff.old_text == OLD_TEXT_SENT[agent]
+    assert ask.diff is not None and ask.diff.path == WRITTEN
+    assert ask.diff.new_text.rstrip("\n") == TEXT
+    assert ask.diff.old_text == "the old line\n"
 
 
 @pytest.mark.parametrize("agent", AGENTS)

@@ -12,9 +12,11 @@ import pytest
 from recovery.mock.tool_asks import (
     DeclaredTools,
     MarkerArgError,
+    cat_back,
     declared_tools,
     edit_calls,
     marker_arg_decode,
+    read_back,
     run_call,
     tool_outcome,
 )
@@ -100,18 +102,103 @@ def test_an_edit_uses_each_agents_own_file_tool_and_shape():
     assert json.loads(written.arguments) == {"file_path": "/ws/a.txt", "content": "hi"}
     (written,) = edit_calls(gemini, path="/abs/a.txt", text="hi")
     assert json.loads(written.arguments)["file_path"] == "/abs/a.txt"
-    (patch,) = edit_calls(codex, path="a.txt", text="one\ntwo")
+    look, patch = edit_calls(codex, path="a.txt", text="one\ntwo")
+    assert (look.name, json.loads(look.arguments)) == ("exec_command", {"cmd": "cat a.txt"})
     assert patch.freeform
     assert patch.arguments == "*** Begin Patch\n*** Add File: a.txt\n+one\n+two\n*** End Patch\n"
+    (patch,) = edit_calls(DeclaredTools(names=("apply_patch",)), path="a b.txt", text="hi")
+    assert json.loads(patch.arguments)["input"].startswith(
+        "*** Begin Patch\n*** Add File: a b.txt\n"
+    )
+
+
+CODEX = DeclaredTools(names=("exec_command", "apply_patch"), freeform=frozenset({"apply_patch"}))
+CAT_SHOWN = "Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 0\nOutput:\none\n\ntwo\n"
+
+
+def test_a_file_codex_cat_showed_is_replaced_by_an_update_of_all_its_lines():
+    (look, _) = edit_calls(CODEX, path="my notes.txt", text="x")
+    (_, patch) = edit_calls(CODEX, path="a.txt", text="new\nlines", read=CAT_SHOWN)
+
+    assert json.loads(look.arguments) == {"cmd": "cat 'my notes.txt'"}
+    assert patch.arguments == (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-one\n-\n-two\n+new\n+lines\n*** End Patch\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        "Process exited with code 1\nOutput:\ncat: a.txt: No such file or directory\n",
+        "Exit code: 0\nOutput:\n",  # an empty file
+        "Process exited with code 0\nOutput:\none\n…2000 tokens truncated…\n",
+        "Output:\none\n",  # no exit code: not a cat we can trust
+    ],
+    ids=["missing", "empty", "truncated", "no-exit-code"],
+)
+def test_a_cat_that_shows_no_whole_text_gives_an_add_file(shown):
+    assert cat_back(shown) is None
+    (_, patch) = edit_calls(CODEX, path="a.txt", text="hi", read=shown)
+    assert "*** Add File: a.txt" in patch.arguments
 
 
 def test_claude_reads_the_file_before_writing_it_as_its_write_tool_insists():
-    claude = DeclaredTools(names=("Read", "Write"), workdir="/ws")
+    claude = DeclaredTools(names=("Read", "Write", "Edit"), workdir="/ws")
 
     read, write = edit_calls(claude, path="a.txt", text="hi")
 
     assert (read.name, json.loads(read.arguments)) == ("Read", {"file_path": "/ws/a.txt"})
     assert write.name == "Write"
+    (_, write) = edit_calls(claude, path="a.txt", text="hi", read="File does not exist.")
+    assert write.name == "Write"
+
+
+READ_SHOWN = (
+    "     1\u2192one\n     2\u2192\ttwo\n     3\u2192\n\n<system-reminder>x</system-reminder>"
+)
+
+
+def test_a_file_claude_read_back_is_replaced_by_an_edit_of_all_its_text():
+    claude = DeclaredTools(names=("Read", "Write", "Edit"), workdir="/ws")
+
+    (_, edit) = edit_calls(claude, path="a.txt", text="hi", read=READ_SHOWN)
+
+    assert edit.name == "Edit"
+    assert json.loads(edit.arguments) == {
+        "file_path": "/ws/a.txt",
+        "old_string": "one\n\ttwo\n",
+        "new_string": "hi",
+    }
+
+
+@pytest.mark.parametrize(
+    "shown",
+    [
+        "File does not exist. Current working directory: /ws",
+        "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>",
+        "     2\u2192a line that is not the first",
+        "\n".join(f"{n:6}\u2192x" for n in range(1, 2001)),  # Read may have stopped there
+        "     1\u2192" + "x" * 2000,  # Read cuts a line this long
+    ],
+    ids=["missing", "empty", "not-from-one", "too-many-lines", "too-long-a-line"],
+)
+def test_a_read_that_shows_no_whole_text_falls_back_to_write(shown):
+    assert read_back(shown) is None
+    claude = DeclaredTools(names=("Read", "Write", "Edit"))
+    assert edit_calls(claude, path="/a", text="hi", read=shown)[1].name == "Write"
+
+
+def test_an_edit_is_not_used_where_it_would_change_nothing_or_is_not_declared():
+    same = edit_calls(
+        DeclaredTools(names=("Read", "Write", "Edit")),
+        path="/a",
+        text="one",
+        read="     1\u2192one",
+    )
+    no_edit = edit_calls(
+        DeclaredTools(names=("Read", "Write")), path="/a", text="hi", read=READ_SHOWN
+    )
+    assert same[1].name == no_edit[1].name == "Write"
 
 
 def test_a_run_uses_each_agents_own_shell_tool_and_shape():
