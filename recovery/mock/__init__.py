@@ -27,6 +27,8 @@ Asking an agent for its own tool (tool_asks.py: the tool and its argument shape 
 the tools the request declares; `+` is a blank and `%XX` a UTF-8 byte in marker arguments):
 
     [[mock:edit:PATH:TEXT]]                 Write / write_file / apply_patch writes TEXT to PATH
+                                            (Claude Code and Codex look first: Read, cat; a file
+                                            that is there gets Edit / "*** Update File")
     [[mock:run:CMD]]                        Bash / run_shell_command / exec_command runs CMD
     [[mock:edit-then-overloaded:PATH:TEXT[:N]]]
                                             the edit, then the wire's overloaded error N times (1)
