@@ -5,8 +5,8 @@ asker under the ASK policy, which answers the agent's own allow-once or reject o
 the file or the command's effect is in the working directory; rejected, nothing is.
 
 With KANDEV_ACP_PERMISSION_FIXTURES=write each allowed request is also written, sanitised, to
-tests/fixtures/acp_permissions/<agent>-<edit|run>.json (see docs/agents-permissions.md), which
-tests/unit/acp/test_permission_fixtures.py feeds through asking.ask_from."""
+tests/fixtures/acp_permissions/<agent>-<edit|edit-existing|run>.json (docs/agents-permissions.md),
+which tests/unit/acp/test_permission_fixtures.py feeds through asking.ask_from."""
 
 from __future__ import annotations
 
@@ -166,6 +166,8 @@ def test_an_allowed_edit_replaces_a_file_that_is_there(chat, recorded_requests):
     shown, host, seen = ask_run(chat, prompt_edit(), asker, existing="the old line\n")
 
     assert len(asker.asks) == 1, f"{chat.kind}: {shown!r}"
+    (ask,) = asker.asks
+    assert ask.diff is not None and ask.diff.old_text == "the old line\n"  # what it replaces
     assert (host / FILE).read_text().rstrip("\n") == TEXT
     assert "The edit went through" in shown
     fixture_write(chat, "edit-existing", recorded_requests[-1], host=host, seen=seen)
