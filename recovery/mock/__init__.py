@@ -23,6 +23,18 @@ Choosing a scenario (selection.py; names in scenarios.py):
                                             force a scenario on one conversation (or a "wire",
                                             "model", "path"); newest wins; DELETE /_mock/script
 
+Asking an agent for its own tool (tool_asks.py: the tool and its argument shape are read from
+the tools the request declares; `+` is a blank and `%XX` a UTF-8 byte in marker arguments):
+
+    [[mock:edit:PATH:TEXT]]                 Write / write_file / apply_patch writes TEXT to PATH
+                                            (Claude Code and Codex look first: Read, cat; a file
+                                            that is there gets Edit / "*** Update File")
+    [[mock:run:CMD]]                        Bash / run_shell_command / exec_command runs CMD
+    [[mock:edit-then-overloaded:PATH:TEXT[:N]]]
+                                            the edit, then the wire's overloaded error N times (1)
+                                            on the call that carries the tool's result
+    The call after the tool's result answers "The edit went through / was refused / failed. ..."
+
 Conversations (conversations.py), in this order:
 
     1. a base-URL prefix: http://127.0.0.1:8765/conversations/{id}/v1/messages (any wire)

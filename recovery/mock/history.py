@@ -25,6 +25,7 @@ class History:
     tool_results_seen: int
     word_count: int
     roles: tuple[str, ...]  # the shape of the history, so tests see what a retry sent back
+    tool_results_since_prompt: int = 0  # how far a multi-call script has got in this prompt
 
 
 def latest_words(blocks: list[str]) -> str:
@@ -41,6 +42,7 @@ class _Reader:
     latest: str = ""
     tool_result: str | None = None
     seen: int = 0
+    since_prompt: int = 0
     words: int = 0
     roles: list[str] = field(default_factory=list)
 
@@ -56,9 +58,11 @@ class _Reader:
         self.latest = latest_words(blocks)
         if not after_tool_results:
             self.tool_result = None
+            self.since_prompt = 0
 
     def tool(self, output: str) -> None:
         self.seen += 1
+        self.since_prompt += 1
         self.tool_result = output
 
     def history(self) -> History:
@@ -69,6 +73,7 @@ class _Reader:
             self.seen,
             self.words,
             tuple(self.roles),
+            self.since_prompt,
         )
 
 
@@ -150,11 +155,11 @@ def responses_history(body: dict) -> History:
             reader.count(" ".join(texts))
             if role == "user":
                 reader.user_text(texts)
-        elif kind == "function_call":
-            reader.roles.append("function_call")
-            reader.count(str(item.get("arguments", "")))
-        elif kind == "function_call_output":
-            reader.roles.append("function_call_output")
+        elif kind in ("function_call", "custom_tool_call"):
+            reader.roles.append(kind)
+            reader.count(str(item.get("arguments", item.get("input", ""))))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            reader.roles.append(kind)
             reader.tool(_output_text(item.get("output", "")))
     return reader.history()
 

@@ -3,11 +3,13 @@
 A streamed answer is `response.created`, `response.in_progress`, then per output item
 `response.output_item.added` ... `response.output_item.done` (a message's text arrives as
 `response.output_text.delta` inside a content part; a function call's arguments as
-`response.function_call_arguments.delta`), then `response.completed` with the usage. Every event
-carries its `type` and a `sequence_number`. A failure inside the stream is an `error` event
-followed by `response.failed` whose `response.error` holds the code Codex reads
-(`server_is_overloaded`, `rate_limit_exceeded` with "try again in Ns", `insufficient_quota`, ...).
-HTTP failures use the same error JSON as Chat Completions (errors.openai_error).
+`response.function_call_arguments.delta`; a freeform tool's input, such as Codex's apply_patch,
+as a `custom_tool_call` item with `response.custom_tool_call_input.delta`), then
+`response.completed` with the usage. Every event carries its `type` and a `sequence_number`. A
+failure inside the stream is an `error` event followed by `response.failed` whose
+`response.error` holds the code Codex reads (`server_is_overloaded`, `rate_limit_exceeded` with
+"try again in Ns", `insufficient_quota`, ...). HTTP failures use the same error JSON as Chat
+Completions (errors.openai_error).
 """
 
 from __future__ import annotations
@@ -138,6 +140,15 @@ def _call_id(step: Tool) -> str:
 
 
 def _function_item(item_id: str, step: Tool, *, arguments: str, status: str) -> dict:
+    if step.freeform:
+        return {
+            "id": item_id,
+            "type": "custom_tool_call",
+            "status": status,
+            "input": arguments,
+            "call_id": _call_id(step),
+            "name": step.name,
+        }
     return {
         "id": item_id,
         "type": "function_call",
@@ -191,22 +202,16 @@ def _reasoning(emit: _Events, step: Thinking, index: int, item_id: str) -> Itera
 def _function_call(emit: _Events, step: Tool, index: int, item_id: str) -> Iterator[Emitted | dict]:
     added = _function_item(item_id, step, arguments="", status="in_progress")
     yield emit("response.output_item.added", output_index=index, item=added)
+    events = (
+        "response.custom_tool_call_input" if step.freeform else "response.function_call_arguments"
+    )
+    field = "input" if step.freeform else "arguments"
     for chunk in step.argument_chunks:
-        yield emit(
-            "response.function_call_arguments.delta",
-            item_id=item_id,
-            output_index=index,
-            delta=chunk,
-        )
+        yield emit(f"{events}.delta", item_id=item_id, output_index=index, delta=chunk)
     if not step.complete:
         return
     arguments = "".join(step.argument_chunks)
-    yield emit(
-        "response.function_call_arguments.done",
-        item_id=item_id,
-        output_index=index,
-        arguments=arguments,
-    )
+    yield emit(f"{events}.done", item_id=item_id, output_index=index, **{field: arguments})
     item = _function_item(item_id, step, arguments=arguments, status="completed")
     yield emit("response.output_item.done", output_index=index, item=item)
     yield item

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from recovery.mock.recorded_bodies import recorded_body_plan
 from recovery.mock.steps import (
@@ -29,6 +29,18 @@ from recovery.mock.steps import (
     Thinking,
     Tool,
 )
+from recovery.mock.tool_asks import (
+    EDIT_TOOLS,
+    RUN_TOOLS,
+    DeclaredTools,
+    MarkerArgError,
+    ToolCall,
+    edit_calls,
+    marker_arg_decode,
+    result_excerpt,
+    run_call,
+    tool_outcome,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +52,8 @@ class ScenarioRequest:
     tool_result: str | None  # the latest tool result in history, when the call continues a tool
     model: str
     credential: str = ""  # the request's credential as received (for the careless-gateway cases)
+    tools: DeclaredTools = field(default_factory=DeclaredTools)  # what the request declares
+    tool_results_since_prompt: int = 0  # how many of a multi-call script's calls have run
 
 
 def _chunks(text: str, words_per_chunk: int = 3) -> tuple[str, ...]:
@@ -130,6 +144,117 @@ def tool_then_overloaded(req: ScenarioRequest) -> Plan:
     if req.tool_result is None:
         return tool(req)  # a final plan: the continuing call's attempts count from 1
     return _failing(req, Plan((HttpError(_OVERLOAD),)))
+
+
+def _said(text: str) -> Plan:
+    return Plan((Start(), Text(_chunks(text)), Finish("end_turn")))
+
+
+def _calling(req: ScenarioRequest, call: ToolCall, intent: str) -> Plan:
+    # Each call of a multi-call script needs an id of its own: agents key tool calls by it.
+    number = req.tool_results_since_prompt + 1
+    call_id = f"toolu_mock_{req.attempt:04d}" + (f"_{number}" if number > 1 else "")
+    split = max(1, len(call.arguments) // 3)
+    pieces = (
+        call.arguments[:split],
+        call.arguments[split : 2 * split],
+        call.arguments[2 * split :],
+    )
+    step = Tool(
+        call_id,
+        call.name,
+        tuple(p for p in pieces if p),
+        freeform=call.freeform,
+    )
+    return Plan((Start(), Text(_chunks(intent)), step, Finish("tool_use")))
+
+
+_OUTCOME_WORDS = {"succeeded": "went through", "refused": "was refused", "failed": "failed"}
+
+
+def _tool_done(req: ScenarioRequest, what: str) -> Plan:
+    """The short answer that ends the turn once the agent sent the tool's result back."""
+    result = req.tool_result or ""
+    said = _OUTCOME_WORDS[tool_outcome(result)]
+    return _said(f"The {what} {said}. The tool said: {result_excerpt(result) or '(nothing)'}")
+
+
+class _BadArgs(ValueError):
+    pass
+
+
+def _decoded_args(req: ScenarioRequest, spelling: str, wanted: int, optional: int = 0) -> list[str]:
+    if not wanted <= len(req.args) <= wanted + optional:
+        raise _BadArgs(
+            f"The mock could not read the marker: it is spelled {spelling} (blanks as +, a colon "
+            f"as %3A), and it came with {len(req.args)} argument(s)."
+        )
+    try:
+        return [marker_arg_decode(arg) for arg in req.args[:wanted]]
+    except MarkerArgError as bad:
+        raise _BadArgs(f"The mock could not read the marker {spelling}: {bad}.") from None
+
+
+def _undeclared(req: ScenarioRequest, action: str, known: tuple[str, ...]) -> Plan:
+    declared = ", ".join(req.tools.names[:12]) or "none"
+    return _said(
+        f"The mock was asked to {action}, but this request declares none of the tools it knows "
+        f"for that ({', '.join(known)}); tools declared: {declared}."
+    )
+
+
+def _scripted_calls(
+    req: ScenarioRequest, calls: tuple[ToolCall, ...], what: str, intent: str, *, overload: bool
+) -> Plan:
+    """One call per model request until every call has its result, then (with ``overload``)
+    the wire's overloaded error for the first N attempts (args[2], 1), then the answer."""
+    done = req.tool_results_since_prompt
+    if done < len(calls):
+        return _calling(req, calls[done], intent if done == len(calls) - 1 else "First a look.")
+    if overload and req.attempt <= _int_arg(req, 2, 1):
+        return Plan((HttpError(_OVERLOAD),), final=False)
+    return _tool_done(req, what)
+
+
+def _edit(req: ScenarioRequest, spelling: str, *, overload: bool = False) -> Plan:
+    try:
+        path, text = _decoded_args(req, spelling, 2, 1 if overload else 0)
+    except _BadArgs as bad:
+        return _said(str(bad))
+    # The first call's result decides the second where there are two (Claude Code's Read).
+    read = req.tool_result if req.tool_results_since_prompt == 1 else None
+    calls = edit_calls(req.tools, path=path, text=text, read=read)
+    if not calls:
+        return _undeclared(req, f"write {path}", EDIT_TOOLS)
+    intent = f"I will write {path} with the agent's own tool."
+    return _scripted_calls(req, calls, "edit", intent, overload=overload)
+
+
+def edit(req: ScenarioRequest) -> Plan:
+    """`[[mock:edit:PATH:TEXT]]`: the agent's own file-writing tool writes TEXT to PATH
+    (tool_asks.py); once the result is back, a short answer saying how it went."""
+    return _edit(req, "[[mock:edit:PATH:TEXT]]")
+
+
+def edit_then_overloaded(req: ScenarioRequest) -> Plan:
+    """`[[mock:edit-then-overloaded:PATH:TEXT[:N]]]`: the edit; then the call that carries its
+    result is refused as overloaded (the wire's own 529 / 503) N times (1), then the answer: a
+    failure after the agent may have changed the workspace."""
+    return _edit(req, "[[mock:edit-then-overloaded:PATH:TEXT:N]]", overload=True)
+
+
+def run(req: ScenarioRequest) -> Plan:
+    """`[[mock:run:CMD]]`: the agent's own shell tool runs CMD (tool_asks.py); once the result
+    is back, a short answer saying how it went."""
+    try:
+        (command,) = _decoded_args(req, "[[mock:run:CMD]]", 1)
+    except _BadArgs as bad:
+        return _said(str(bad))
+    call = run_call(req.tools, command=command)
+    if call is None:
+        return _undeclared(req, f"run {command!r}", RUN_TOOLS)
+    intent = f"I will run {command} with the agent's own tool."
+    return _scripted_calls(req, (call,), "command", intent, overload=False)
 
 
 def wire_fixture(req: ScenarioRequest) -> Plan:
@@ -356,6 +481,9 @@ SCENARIOS: dict[str, Callable[[ScenarioRequest], Plan]] = {
     "thinking": thinking,
     "tool": tool,
     "tool-then-overloaded": tool_then_overloaded,
+    "edit": edit,
+    "edit-then-overloaded": edit_then_overloaded,
+    "run": run,
     "wire-fixture": wire_fixture,
     "slow-first-byte": slow_first_byte,
     "slow-stream": slow_stream,

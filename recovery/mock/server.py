@@ -57,6 +57,7 @@ from recovery.mock.selection import (
 )
 from recovery.mock.state import STATE_KEY, MockState, recorded_headers
 from recovery.mock.steps import Fail, Failure, Plan, Reply
+from recovery.mock.tool_asks import DeclaredTools, declared_tools
 from recovery.mock.wires import ANTHROPIC, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES, WIRES, Wire
 
 ANTHROPIC_PATH = "/v1/messages"
@@ -195,7 +196,11 @@ async def _serve(
         selection = _selection(request, wire, model, history, conversation)
     except UnknownScenario as unknown:
         return _refuse(entry, wire, Failure.BAD_REQUEST, str(unknown))
-    plan = _plan(request.app[STATE_KEY], selection, conversation, history, model, entry, credential)
+    tools = declared_tools(body)
+    entry.update(tools=list(tools.names))
+    plan = _plan(
+        request.app[STATE_KEY], selection, conversation, history, model, entry, credential, tools
+    )
     if plan.http_error is not None:
         fail = plan.http_error.fail
         if fail.failure is Failure.ECHO_CREDENTIALS:
@@ -235,6 +240,7 @@ def _plan(
     model: str,
     entry: dict,
     credential: str = "",
+    tools: DeclaredTools | None = None,
 ) -> Plan:
     key = (conversation.id, selection.scenario, history.tool_results_seen)
     attempt = state.attempts.next_attempt(key)
@@ -246,6 +252,8 @@ def _plan(
         history.tool_result,
         model,
         credential,
+        tools or DeclaredTools(),
+        history.tool_results_since_prompt,
     )
     plan = SCENARIOS[selection.name](scenario_request)
     if plan.final:

@@ -61,6 +61,9 @@ class Tool:
     name: str
     argument_chunks: tuple[str, ...]
     complete: bool = True
+    # A freeform ("custom") tool's input is plain text, not JSON arguments: the OpenAI Responses
+    # wire sends it as a custom_tool_call (Codex's apply_patch takes the patch that way).
+    freeform: bool = False
 
 
 @dataclass(frozen=True, slots=True)

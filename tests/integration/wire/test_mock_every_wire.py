@@ -74,6 +74,7 @@ PERMANENT = {"quota", "auth", "echo-credentials"}
 ANSWERING = {"plain", "thinking", "tool", "tool-then-overloaded", "long", "bulk"}
 ANSWERING |= {"echo-credentials-stream"}
 ANSWERING |= {"unstorable"}  # tests/integration/core/test_unstorable_output.py
+ANSWERING |= {"edit", "run", "edit-then-overloaded"}  # test_mock_tool_asks.py
 TIMED = {"slow-first-byte", "slow-stream", "ping-stall", "stall-after-text"}
 RECOVERING = sorted(set(FIRST_STREAMED_ATTEMPT) - PERMANENT)
 

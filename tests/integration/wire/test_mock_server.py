@@ -63,6 +63,7 @@ def test_every_scenario_has_a_characterization_below() -> None:
     answering = {"plain", "thinking", "tool", "long", "tool-then-overloaded", "bulk"}
     answering |= {"echo-credentials-stream"}  # tests/integration/core/test_output_redaction.py
     answering |= {"unstorable"}  # tests/integration/core/test_unstorable_output.py
+    answering |= {"edit", "run", "edit-then-overloaded"}  # test_mock_tool_asks.py
     # wire-fixture sends recorded bodies: tests/integration/wire/test_stream_fixtures.py
     covered = {name for name, *_ in ANTHROPIC_FIRST_ATTEMPT} | answering | {"wire-fixture"}
     assert (
