@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import shlex
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,8 @@ logger = logging.getLogger(__name__)
 RAW_INPUT_CHARS = 2_000
 DIFF_TEXT_CHARS = 200_000
 _COMMAND_KEYS = ("command", "cmd")
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+_SHELL_SCRIPT_FLAGS = frozenset({"-c", "-lc"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,14 @@ class PermissionAsk:
 PermissionAsker = Callable[[PermissionAsk], Awaitable[str | None]]
 
 
+def _argv_text(argv: list[str]) -> str:
+    # A shell asked to run a script (Codex's ["/bin/sh", "-lc", CMD]): the script is the command
+    # a person judges; any other argv is shown quoted as a shell would need it.
+    if len(argv) == 3 and argv[1] in _SHELL_SCRIPT_FLAGS and argv[0].rsplit("/", 1)[-1] in _SHELLS:
+        return argv[2]
+    return shlex.join(argv)
+
+
 def _command_of(tool_call: ToolCallUpdate, kind: str | None) -> str | None:
     raw = tool_call.raw_input
     if isinstance(raw, dict):
@@ -64,18 +75,28 @@ def _command_of(tool_call: ToolCallUpdate, kind: str | None) -> str | None:
             value = raw.get(key)
             if isinstance(value, str) and value:
                 return value
-            if isinstance(value, list) and all(isinstance(part, str) for part in value):
-                return " ".join(value)
+            if isinstance(value, list) and value and all(isinstance(p, str) for p in value):
+                return _argv_text(value)
     # An agent that puts the command only in the title (ours, Gemini CLI's shell tool).
     return (tool_call.title or None) if kind == "execute" else None
 
 
-def _diff_of(tool_call: ToolCallUpdate) -> AskDiff | None:
+# What is in a file now, for a diff that does not say (None: not there, or not for us to read).
+FileReader = Callable[[str], str | None]
+
+
+def _diff_of(tool_call: ToolCallUpdate, read_current: FileReader | None) -> AskDiff | None:
     for item in tool_call.content or ():
         if isinstance(item, FileEditToolCallContent):
+            old_text = item.old_text
+            if not old_text:
+                # Claude Code's Write and Codex's "*** Add File" over a file that is there carry
+                # the new text alone, and Gemini CLI sends "" for a new file: what the file holds
+                # now tells an overwrite from a new file.
+                old_text = read_current(item.path) if read_current is not None else old_text
             return AskDiff(
                 path=item.path,
-                old_text=item.old_text[:DIFF_TEXT_CHARS] if item.old_text is not None else None,
+                old_text=old_text[:DIFF_TEXT_CHARS] if old_text else None,
                 new_text=item.new_text[:DIFF_TEXT_CHARS],
             )
     return None
@@ -97,7 +118,10 @@ def ask_from(
     options: Sequence[PermissionOption],
     kind: str | None,
     paths: tuple[str, ...],
+    read_current: FileReader | None = None,
 ) -> PermissionAsk:
+    """The card's fields from the agent's request; ``read_current`` reads a file the proposed
+    change names when the request does not say what it holds now."""
     return PermissionAsk(
         tool_call_id=tool_call.tool_call_id,
         kind=kind,
@@ -105,7 +129,7 @@ def ask_from(
         paths=paths,
         command=_command_of(tool_call, kind),
         raw_input=_raw_summary(tool_call.raw_input),
-        diff=_diff_of(tool_call),
+        diff=_diff_of(tool_call, read_current),
         options=tuple(
             AskOption(option_id=option.option_id, name=option.name, kind=str(option.kind))
             for option in options

@@ -61,6 +61,21 @@ class Workspace:
             return None
         return Path(self.host, relative)
 
+    def current_text(self, agent_path: str, *, limit: int) -> str | None:
+        """What a file inside the directory holds now, for a person comparing a proposed change
+        with it: None when it is not there, not a regular file, outside (symlinks followed),
+        larger than ``limit`` bytes or not UTF-8 text."""
+        if not self.contains(agent_path):
+            return None
+        host = self.host_path(os.path.normpath(agent_path))
+        try:
+            resolved = Path(os.path.realpath(host)) if host is not None else None
+            if resolved is None or not resolved.is_file() or resolved.stat().st_size > limit:
+                return None
+            return resolved.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
     def contains(self, agent_path: str) -> bool:
         """Whether ``agent_path`` resolves (``..`` and symlinks followed) inside the directory."""
         if not agent_path or "\x00" in agent_path:

@@ -25,7 +25,12 @@ from pydantic import ValidationError
 from recovery.cancel import CancelToken
 from recovery.clock import Clock, SystemClock
 from recovery.providers.acp.agent_events import AgentEvent, AgentPermission, ModelSettled, PromptEnd
-from recovery.providers.acp.asking import PermissionAsker, ask_await, ask_from
+from recovery.providers.acp.asking import (
+    DIFF_TEXT_CHARS,
+    PermissionAsker,
+    ask_await,
+    ask_from,
+)
 from recovery.providers.acp.client import KandevClient
 from recovery.providers.acp.convert import settled_model, update_events
 from recovery.providers.acp.deadline import PausableDeadline
@@ -358,7 +363,13 @@ class AcpPromptRun:
         if self._asker is not None and permission_asks_person(
             policy=policy, request=request, workspace=workspace
         ):
-            ask = ask_from(tool_call=tool_call, options=options, kind=kind, paths=paths)
+            ask = ask_from(
+                tool_call=tool_call,
+                options=options,
+                kind=kind,
+                paths=paths,
+                read_current=lambda path: workspace.current_text(path, limit=DIFF_TEXT_CHARS),
+            )
             option_id = await ask_await(
                 answer=self._asker(ask), stop=self._stop, deadline=self._deadline
             )

@@ -22,7 +22,7 @@ TEXT = "written by the agent: yes"
 # How each agent names the command it wants to run: Codex as an argv list for its shell.
 COMMANDS = {
     "claude": "touch made-by-agent",
-    "codex": "/bin/sh -lc touch made-by-agent",
+    "codex": "touch made-by-agent",  # the script of its ["/bin/sh", "-lc", ...]
     "gemini": "touch made-by-agent",
 }
 
@@ -92,3 +92,49 @@ def test_only_claude_and_codex_send_the_tools_raw_input():
     assert card("gemini", "run").raw_input == ""
     assert json.loads(card("claude", "run").raw_input)["command"] == "touch made-by-agent"
     assert json.loads(card("codex", "edit").raw_input)["changes"][WRITTEN]["type"] == "add"
+
+
+@pytest.mark.parametrize("agent", ("claude", "codex"))
+def test_an_overwrite_that_carries_only_the_new_text_shows_what_the_file_holds_now(agent):
+    # Their Write / "*** Add File" over a file that is there: the card reads the file itself.
+    request = json.loads((FIXTURES / f"{agent}-edit.json").read_text())["request"]
+    tool_call = ToolCallUpdate.model_validate(request["toolCall"])
+
+    ask = ask_from(
+        tool_call=tool_call,
+        options=[],
+        kind="edit",
+        paths=(WRITTEN,),
+        read_current=lambda path: "what was there\n" if path == WRITTEN else None,
+    )
+
+    assert ask.diff is not None and ask.diff.old_text == "what was there\n"
+
+
+def test_a_new_file_stays_a_new_file_when_nothing_is_there():
+    ask = card("gemini", "edit")  # Gemini CLI's "" for "no old text"
+    request = json.loads((FIXTURES / "gemini-edit.json").read_text())["request"]
+    again = ask_from(
+        tool_call=ToolCallUpdate.model_validate(request["toolCall"]),
+        options=[],
+        kind="edit",
+        paths=ask.paths,
+        read_current=lambda path: None,
+    )
+
+    assert again.diff is not None and again.diff.old_text is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (["/bin/sh", "-lc", "rm -rf build && make"], "rm -rf build && make"),
+        (["bash", "-c", "ls"], "ls"),
+        (["git", "commit", "-m", "two words"], "git commit -m 'two words'"),
+        (["/usr/bin/env", "-c", "x"], "/usr/bin/env -c x"),
+    ],
+)
+def test_a_command_given_as_argv_is_shown_as_a_person_would_type_it(argv, shown):
+    tool_call = ToolCallUpdate(tool_call_id="t", title="run", raw_input={"command": argv})
+
+    assert ask_from(tool_call=tool_call, options=[], kind="execute", paths=()).command == shown

@@ -101,3 +101,20 @@ def test_a_relative_glob_pattern_is_not_a_path_but_an_absolute_one_is_checked(wo
     assert request_paths(locations=[], raw_input={"pattern": "**/*.py"}) == ()
     outside = request_paths(locations=[], raw_input={"pattern": "/etc/*"})
     assert not granted(workspace, "search", *outside)
+
+
+def test_the_current_text_of_a_file_is_read_only_inside_the_workspace(tmp_path):
+    inside = tmp_path / "work"
+    inside.mkdir()
+    (inside / "notes.md").write_text("mine\n")
+    (tmp_path / "secret").write_text("not yours\n")
+    (inside / "link").symlink_to(tmp_path / "secret")
+    (inside / "big").write_text("x" * 100)
+    workspace = Workspace(seen="/workspace", host=str(inside))
+
+    assert workspace.current_text("/workspace/notes.md", limit=50) == "mine\n"
+    assert workspace.current_text("notes.md", limit=50) == "mine\n"
+    assert workspace.current_text("/workspace/link", limit=50) is None
+    assert workspace.current_text("/workspace/../secret", limit=50) is None
+    assert workspace.current_text("/workspace/big", limit=50) is None
+    assert workspace.current_text("/workspace/absent", limit=50) is None
