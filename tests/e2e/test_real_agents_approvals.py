@@ -143,12 +143,13 @@ def test_a_529_after_an_approved_edit_is_not_retried_and_start_fresh_puts_the_fi
         assert "plan.md" in card.inner_text()
         assert page.locator("#notice .notice").count() == 0  # no automatic retry, no banner
     assert (worktree / "plan.md").exists()
-    # The request that asked for the edit, and the one that met the 529: nothing sent again.
-    assert len(conversation_requests(stack, conversation)) == 2
+    sent = conversation_requests(stack, conversation)
 
     desktop.click("#recovery .recovery-fresh-restore")
     confirm = desktop.wait_for_selector("#recovery .recovery-confirm", timeout=30_000)
     assert "plan.md" in confirm.inner_text()
+    # Nothing was sent again while the person looked: the failed prompt waits for their choice.
+    assert len(conversation_requests(stack, conversation)) == len(sent)
     desktop.click("#recovery .recovery-confirm-restore")
 
     # Start fresh sends the person's message again, in the worktree as it was at the turn's
