@@ -64,8 +64,8 @@ class AcpDriver:
         cancel: CancelToken,
         asker: PermissionAsker | None = None,
     ) -> None:
-        """``asker`` puts the requests the target's policy leaves to a person to one (the
-        runner's ApprovalAsker); without one they are refused as under read-only."""
+        """``asker`` (the runner's ApprovalAsker) asks a person whatever the target's policy
+        leaves to one; without it those requests are refused as under read-only."""
         self.target = target
         self.asker = asker
         self.session = session
