@@ -58,7 +58,7 @@ def recorded_requests(monkeypatch):
     kept: list[dict] = []
     real = acp_run.ask_from
 
-    def keeping(*, tool_call, options, kind, paths):
+    def keeping(*, tool_call, options, kind, paths, **rest):
         kept.append(
             {
                 "toolCall": tool_call.model_dump(by_alias=True, mode="json", exclude_none=True),
@@ -69,7 +69,7 @@ def recorded_requests(monkeypatch):
                 "paths": list(paths),
             }
         )
-        return real(tool_call=tool_call, options=options, kind=kind, paths=paths)
+        return real(tool_call=tool_call, options=options, kind=kind, paths=paths, **rest)
 
     monkeypatch.setattr(acp_run, "ask_from", keeping)
     return kept
