@@ -10,15 +10,20 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import threading
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.db import connection
 
+from devtools.eventually import eventually
 from sessions_app.agent.targets import acp_config_for
+from sessions_app.approvals.models import Approval
+from sessions_app.approvals.services import approval_decide
 from sessions_app.models import Message, SessionEvent
 from sessions_app.services import session_create
-from tests.agents.conftest import run_prompt
+from tests.agents.conftest import REAL_AGENTS, AgentChat, agent_chat, run_prompt
 
 pytestmark = [pytest.mark.agents, pytest.mark.django_db(transaction=True), pytest.mark.timeout(900)]
 
@@ -142,3 +147,68 @@ def test_a_shell_call_reaches_the_app_as_a_permission_request_and_does_not_run(c
     assert any(decisions), f"no permission request reached the app: {decisions}"
     assert all(d is None or d["granted"] is False for d in decisions)
     assert not (host_dir(chat.session) / "pwned").exists()
+
+
+# ---- now that a person can say yes: the sandbox alone must still hold ------------------------
+
+
+@pytest.fixture(params=REAL_AGENTS)
+def yes_chat(request, owner, mock_url) -> AgentChat:
+    """A chat whose every request is granted: the worst a careless person can do."""
+    return agent_chat(request.param, owner=owner, mock_url=mock_url, permission_policy="allow_all")
+
+
+def test_even_when_everything_is_allowed_the_secrets_stay_out_of_reach(yes_chat, clock, canary):
+    state = Path(django_settings.BASE_DIR) / ".kandev"
+    state.mkdir(exist_ok=True)
+    planted = state / f"attack-{secrets.token_hex(4)}"
+    planted.write_text(f"SECRET_KEY={canary}\n")
+    try:
+        seen = ask_to_read(yes_chat, clock, str(planted))
+        run_prompt(
+            yes_chat,
+            f"[[mock:tool]] {SHELL[yes_chat.kind](f'cat {planted} /etc/shadow > leak.txt')} go",
+            clock,
+        )
+        seen += transcript(yes_chat.session)
+    finally:
+        planted.unlink()
+    assert canary not in seen
+    leak = host_dir(yes_chat.session) / "leak.txt"
+    assert not leak.exists() or canary not in leak.read_text()
+    assert "root:" not in seen
+
+
+def test_under_the_default_policy_a_command_waits_for_a_person_and_never_runs_before(
+    owner, mock_url, clock
+):
+    for kind in REAL_AGENTS:
+        chat = agent_chat(kind, owner=owner, mock_url=mock_url, permission_policy="ask")
+        target = f"{seen_cwd(chat)}/pwned"
+        done = threading.Thread(
+            target=_run_and_close,
+            args=(chat, f"[[mock:tool]] {SHELL[kind](f'touch {target}')} please", clock),
+            daemon=True,
+        )
+        done.start()
+        asked = eventually(
+            lambda chat=chat: Approval.objects.filter(
+                session=chat.session, state=Approval.State.PENDING
+            ).first(),
+            timeout=120,
+            what=f"{kind}'s command to wait for a person",
+        )
+        assert asked.kind == "execute" and "touch" in (asked.command or asked.title)
+        assert not (host_dir(chat.session) / "pwned").exists()  # nothing ran before an answer
+        reject = next(o["option_id"] for o in asked.options if o["kind"] == "reject_once")
+        approval_decide(approval_id=asked.pk, user=owner, option_id=reject)
+        done.join(120)
+        assert not done.is_alive()
+        assert not (host_dir(chat.session) / "pwned").exists()
+
+
+def _run_and_close(chat, text, clock) -> None:
+    try:
+        run_prompt(chat, text, clock)
+    finally:
+        connection.close()
