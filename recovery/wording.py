@@ -345,10 +345,14 @@ def recovered_line(code: str, *, retries: int) -> str:
 # ---- what a failed attempt did to its workspace (the failure card, Start fresh) ---------------
 
 
+def files_counted(count: int) -> str:
+    """Files counted the one way every workspace sentence counts them: "1 file", "3 files"."""
+    return f"{count} file" if count == 1 else f"{count} files"
+
+
 def effects_line(*, count: int, paths: tuple[str, ...] = ()) -> str:
     """The failure card's account of an attempt's effects; ``paths`` is already capped."""
-    noun = "file" if count == 1 else "files"
-    line = f"The agent changed {count} {noun} before the provider failed"
+    line = f"The agent changed {files_counted(count)} before the provider failed"
     if not paths:
         return line + "."
     more = f" and {count - len(paths)} more" if count > len(paths) else ""

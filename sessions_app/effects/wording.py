@@ -6,16 +6,14 @@ cannot be offered says why in one sentence, so the person knows their files are 
 
 from __future__ import annotations
 
-
-def files(count: int) -> str:
-    return f"{count} file" if count == 1 else f"{count} files"
+from recovery.wording import files_counted
 
 
 def restore_offer(count: int) -> str:
     """The card's line when the failed turn changed the workspace and a restore is possible."""
     return (
-        f"This turn changed {files(count)}. Start fresh can keep them, or put the workspace back "
-        "exactly as the turn found it (you see the list before anything changes)."
+        f"This turn changed {files_counted(count)}. Start fresh can keep them, or put the "
+        "workspace back exactly as the turn found it (you see the list before anything changes)."
     )
 
 
@@ -41,25 +39,25 @@ RESTORE_ONLY_WITH_FRESH = "only Start fresh can put the workspace back"
 
 def confirm_summary(count: int) -> str:
     return (
-        f"Putting the workspace back changes {files(count)}, then sends your last message again "
-        "in a new context."
+        f"Putting the workspace back changes {files_counted(count)}, then sends your last "
+        "message again in a new context."
     )
 
 
 def remove_heading(count: int) -> str:
-    return f"Removed: {files(count)} new since the turn started"
+    return f"Removed: {files_counted(count)} new since the turn started"
 
 
 def revert_heading(count: int) -> str:
-    return f"Restored: {files(count)} changed since the turn started, back to how they were"
+    return f"Restored: {files_counted(count)} changed since the turn started, back to how they were"
 
 
 def restore_heading(count: int) -> str:
-    return f"Brought back: {files(count)} deleted since the turn started"
+    return f"Brought back: {files_counted(count)} deleted since the turn started"
 
 
 def more_not_listed(count: int) -> str:
-    return f"and {files(count)} more, not listed here"
+    return f"and {files_counted(count)} more, not listed here"
 
 
 NOTHING_TO_PUT_BACK = (
