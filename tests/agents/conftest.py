@@ -124,7 +124,14 @@ def agent_chat(
     )
     config = acp_config_for(target, session_id=0)
     # The agent's own command line follows its sandbox's, after the last "--".
-    own = config.command[len(config.command) - config.command[::-1].index("--") :]
+    # (Unconfined, KANDEV_AGENT_SANDBOX=off, as when checking a test against the old code, the
+    # whole command line is the agent's.)
+    wrapped = "--" in config.command
+    own = (
+        config.command[len(config.command) - config.command[::-1].index("--") :]
+        if wrapped
+        else config.command
+    )
     missing = [part for part in own if "/" in part and not Path(part).exists()]
     assert not missing, f"{kind} is not installed ({missing}): run `make install`"
     session = session_create(owner=owner, target=target, title=f"{kind} chat")
