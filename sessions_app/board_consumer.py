@@ -21,9 +21,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth.models import User
 
+from sessions_app.board_selectors import BOARD_SEARCH_MAX_CHARS, board_columns
 from sessions_app.event_types import board_group_name
 from sessions_app.frames import board_frame, frame_parts
-from sessions_app.selectors import BOARD_SEARCH_MAX_CHARS, board_columns
 from sessions_app.socket_login import LoginBoundSocket
 
 # Hints arriving within this window after the first are answered by one re-read.

@@ -157,7 +157,8 @@ class Session(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
-    # Not a column: the place in line that selectors.board_columns sets on the board's sessions.
+    # Not a column: the place in line that board_selectors.board_columns sets on the board's
+    # sessions.
     queue: dict[str, Any] | None
 
     class Meta:

@@ -18,6 +18,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
+from sessions_app.board_selectors import board_columns
 from sessions_app.errors import (
     CapReached,
     DomainError,
@@ -30,7 +31,6 @@ from sessions_app.forms import SessionCreateForm, TaskRenameForm
 from sessions_app.frames import wall_clock_ms
 from sessions_app.models import Task
 from sessions_app.selectors import (
-    board_columns,
     target_default,
     targets_all,
     task_for_user,
@@ -212,7 +212,10 @@ def task_archive_view(request: SignedInRequest, task_id: int) -> HttpResponse:
     try:
         task_archive(task=task)
     except StateConflict as refused:
-        return _task_page(request, task, archive_error=f"Archiving {refused.message}.", status=409)
+        # Not on_page: no field of the page corrects a refusal of the task's state, so the page
+        # answers what the API does (409), from the one table.
+        message = f"Archiving {refused.message}."
+        return _task_page(request, task, archive_error=message, status=http_status(refused))
     return redirect("board")
 
 

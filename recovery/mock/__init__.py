@@ -11,7 +11,7 @@ Wires (server.py), each failure in that provider's own shape (errors.py, *_wire.
     POST /v1beta/models/{model}:streamGenerateContent?alt=sse, :generateContent, :countTokens
                                                         Gemini API (Gemini CLI); /v1/models too
 
-Choosing a scenario (selection.py; names in scenarios.py):
+Choosing a scenario (selection.py; names in scenarios.py, families beside it):
 
     [[mock:overloaded:2]] tell me a joke    a marker anywhere in the person's latest text
     tell me a joke [[mock overloaded:2]]    (the last text block of the last user message, with

@@ -48,7 +48,8 @@ from recovery.mock.delivery import error_response, stream_send, whole_send
 from recovery.mock.history import History
 from recovery.mock.incident import INCIDENT_KEY, IncidentBook
 from recovery.mock.incident import add_routes as add_incident_routes
-from recovery.mock.scenarios import SCENARIOS, ScenarioRequest
+from recovery.mock.scenario_request import ScenarioRequest
+from recovery.mock.scenarios import SCENARIOS
 from recovery.mock.selection import (
     Selection,
     UnknownScenario,

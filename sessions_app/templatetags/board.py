@@ -9,8 +9,8 @@ from datetime import datetime
 
 from django import template
 
+from sessions_app.board_selectors import board_session_state
 from sessions_app.models import PromptGeneration, Session, Task
-from sessions_app.selectors import board_session_state
 
 register = template.Library()
 

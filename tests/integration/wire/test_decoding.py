@@ -13,7 +13,7 @@ import pytest
 from recovery.classify import classify
 from recovery.clock import FakeClock
 from recovery.guard import CancelToken, open_stream
-from recovery.mock.scenarios import answer_text
+from recovery.mock.scenario_request import answer_text
 from recovery.model_call import ConversationTurn, ModelCall, TextPart, ToolResultPart, ToolUsePart
 from recovery.stream_events import TextDelta, ThinkingDelta, ToolCall, TurnEnd, Usage
 from recovery.taxonomy import Code, Exposure, Kind, Phase, ProviderFailure, Source

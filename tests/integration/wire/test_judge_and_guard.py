@@ -19,7 +19,7 @@ import pytest
 from recovery.budget import Budget, RetrySettings
 from recovery.guard import CancelToken, open_stream
 from recovery.judge import CallStats, Judgement, judge
-from recovery.mock.scenarios import answer_text
+from recovery.mock.scenario_request import answer_text
 from recovery.policy import Action, Decision
 from recovery.providers import StreamTimeouts, TargetConfig
 from recovery.stream_events import StreamEvent, TextDelta, ToolCall, TurnEnd

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from recovery.mock.scenarios import SCENARIOS, answer_text
+from recovery.mock.scenario_request import answer_text
+from recovery.mock.scenarios import SCENARIOS
 from recovery.mock.testing import MockProvider
 from recovery.mock.wires import ANTHROPIC, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from recovery.mock.scenarios import answer_text
+from recovery.mock.scenario_request import answer_text
 from recovery.mock.testing import MockProvider
 from recovery.mock.wires import GEMINI
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from recovery.mock.scenarios import answer_text
+from recovery.mock.scenario_request import answer_text
 from recovery.mock.testing import MockProvider
 
 from .mock_clients import openai_client

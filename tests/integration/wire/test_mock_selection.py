@@ -7,7 +7,7 @@ import anthropic
 import httpx2
 import pytest
 
-from recovery.mock.scenarios import answer_text
+from recovery.mock.scenario_request import answer_text
 from recovery.mock.testing import MockProvider
 from recovery.mock.wires import ANTHROPIC, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES
 

@@ -7,7 +7,8 @@ import httpx2
 import openai
 import pytest
 
-from recovery.mock.scenarios import SCENARIOS, answer_text
+from recovery.mock.scenario_request import answer_text
+from recovery.mock.scenarios import SCENARIOS
 
 from .conftest import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, MockProvider
 
