@@ -10,10 +10,11 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from django.utils.csp import CSP
 
+from kandev_web.agent_env import acp_inherited_env, agent_path_default
+from kandev_web.beat_schedule import beat_schedule
 from kandev_web.env import (
     BASE_DIR,
     STATE_DIR,
@@ -154,28 +155,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     {} if KANDEV_BROKER_IS_RABBITMQ else {"visibility_timeout": KANDEV_TURN_TIME_LIMIT + 60}
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, Any]] = {
-    # A retry whose scheduled task was lost with its worker is re-enqueued; stale notices retired.
-    "ladder-sweep": {"task": "ladder.sweep", "schedule": env_float("KANDEV_SWEEP_INTERVAL", 10.0)},
-    # A queued generation whose run was never enqueued (broker hiccup) is enqueued again.
-    "requeue-stale-generations": {
-        "task": "sessions_app.requeue_stale_generations",
-        "schedule": 30.0,
-    },
-    # A running generation whose worker died mid-run is handed back (Resume / Start fresh).
-    "reap-lost-generations": {"task": "sessions_app.reap_lost_generations", "schedule": 30.0},
-    "approvals-sweep": {"task": "approvals.sweep", "schedule": 15.0},  # overdue ones rejected
-    # Snapshots of settled turns that Start fresh can no longer put back, and their git objects.
-    "prune-snapshots": {
-        "task": "effects.prune_snapshots",
-        "schedule": env_float("KANDEV_SNAPSHOT_PRUNE_INTERVAL", 600.0),
-    },
-    # Queued sessions are told when their place in line moved ("2 ahead").
-    "announce-queue-positions": {
-        "task": "sessions_app.announce_queue_positions",
-        "schedule": env_float("KANDEV_QUEUE_ANNOUNCE_INTERVAL", 2.0),
-    },
-}
+CELERY_BEAT_SCHEDULE = beat_schedule(
+    sweep_s=env_float("KANDEV_SWEEP_INTERVAL", 10.0),
+    prune_s=env_float("KANDEV_SNAPSHOT_PRUNE_INTERVAL", 600.0),
+    announce_s=env_float("KANDEV_QUEUE_ANNOUNCE_INTERVAL", 2.0),
+)
 # A running generation whose worker wrote no heartbeat for this long is presumed lost.
 KANDEV_WORKER_SILENCE_S = env_float("KANDEV_WORKER_SILENCE_S", 60.0)
 
@@ -288,22 +272,7 @@ KANDEV_SNAPSHOT_PRUNE_BATCH = env_whole("KANDEV_SNAPSHOT_PRUNE_BATCH", 20, least
 # One lock file per agent slot; every worker on the box must name the same directory.
 KANDEV_ACP_SLOT_DIR = Path(env_str("KANDEV_ACP_SLOT_DIR", str(KANDEV_ACP_WORKDIR / "slots")))
 KANDEV_PROJECT_ROOTS = env_paths("KANDEV_PROJECT_ROOTS")  # where projects may live; none: none
-# The only variables an ACP agent process inherits from the worker (besides its target's key):
-# the locale, the import path (our mock agent is a module of this project) and the mock agent's
-# counters; never the database or Redis URL, the Django secret or other keys.
-ACP_INHERITABLE = (
-    "LANG",
-    "LC_ALL",
-    "PYTHONPATH",
-    "KANDEV_MOCK_ACP_STATE",
-    "KANDEV_MOCK_ACP_RECORD",
-)
-
-
-def acp_inherited_env(environ: dict[str, str] | os._Environ) -> dict[str, str]:
-    return {name: environ[name] for name in ACP_INHERITABLE if environ.get(name)}
-
-
+# The only variables an ACP agent process inherits from the worker (kandev_web/agent_env.py).
 KANDEV_ACP_INHERITED_ENV = acp_inherited_env(os.environ)
 
 # Real agent CLIs (sessions_app/agent/registry.py): installed by `make install` into node_modules
@@ -312,8 +281,7 @@ KANDEV_AGENT_PACKAGES = Path(env_str("KANDEV_AGENT_PACKAGES", str(BASE_DIR / "no
 KANDEV_AGENT_NODE = env_absolute_path(
     "KANDEV_AGENT_NODE", shutil.which("node") or "/usr/bin/node", of="node"
 )
-_AGENT_PATH_DIRS = (str(Path(KANDEV_AGENT_NODE).parent), "/usr/local/bin", "/usr/bin", "/bin")
-KANDEV_AGENT_PATH = env_str("KANDEV_AGENT_PATH", os.pathsep.join(dict.fromkeys(_AGENT_PATH_DIRS)))
+KANDEV_AGENT_PATH = env_str("KANDEV_AGENT_PATH", agent_path_default(KANDEV_AGENT_NODE))
 # Every agent runs confined (sessions_app/agent/sandbox.py): bubblewrap from Debian, with socat
 # for its one way out to its provider. "off" runs agents with the worker's whole view of the box:
 # only for an operator who confines the worker some other way, and every launch logs a warning.

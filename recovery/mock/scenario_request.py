@@ -81,7 +81,7 @@ def partial_text(req: ScenarioRequest) -> Text:
 OVERLOAD = Fail(Failure.OVERLOADED)
 
 
-def said(text: str) -> Plan:
+def answer_saying(text: str) -> Plan:
     return Plan((Start(), Text(chunks(text)), Finish("end_turn")))
 
 

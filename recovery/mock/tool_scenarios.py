@@ -10,12 +10,12 @@ import json
 from recovery.mock.scenario_request import (
     OVERLOAD,
     ScenarioRequest,
+    answer_saying,
     chunks,
     count_arg,
     failing,
     int_arg,
     plain_answer,
-    said,
 )
 from recovery.mock.steps import (
     Finish,
@@ -92,7 +92,9 @@ def _tool_done(req: ScenarioRequest, what: str) -> Plan:
     """The short answer that ends the turn once the agent sent the tool's result back."""
     result = req.tool_result or ""
     said = _OUTCOME_WORDS[tool_outcome(result)]
-    return said(f"The {what} {said}. The tool said: {result_excerpt(result) or '(nothing)'}")
+    return answer_saying(
+        f"The {what} {said}. The tool said: {result_excerpt(result) or '(nothing)'}"
+    )
 
 
 class _BadArgs(ValueError):
@@ -113,7 +115,7 @@ def _decoded_args(req: ScenarioRequest, spelling: str, wanted: int, optional: in
 
 def _undeclared(req: ScenarioRequest, action: str, known: tuple[str, ...]) -> Plan:
     declared = ", ".join(req.tools.names[:12]) or "none"
-    return said(
+    return answer_saying(
         f"The mock was asked to {action}, but this request declares none of the tools it knows "
         f"for that ({', '.join(known)}); tools declared: {declared}."
     )
@@ -136,7 +138,7 @@ def _edit(req: ScenarioRequest, spelling: str, *, overload: bool = False) -> Pla
     try:
         path, text = _decoded_args(req, spelling, 2, 1 if overload else 0)
     except _BadArgs as bad:
-        return said(str(bad))
+        return answer_saying(str(bad))
     # The first call's result decides the second where there are two (Claude Code's Read).
     read = req.tool_result if req.tool_results_since_prompt == 1 else None
     calls = edit_calls(req.tools, path=path, text=text, read=read)
@@ -165,7 +167,7 @@ def run(req: ScenarioRequest) -> Plan:
     try:
         (command,) = _decoded_args(req, "[[mock:run:CMD]]", 1)
     except _BadArgs as bad:
-        return said(str(bad))
+        return answer_saying(str(bad))
     call = run_call(req.tools, command=command)
     if call is None:
         return _undeclared(req, f"run {command!r}", RUN_TOOLS)

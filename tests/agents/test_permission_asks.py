@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from recovery.providers.acp import AcpPromptSpec, AgentText, Correlation, acp_prompt_iter
-from recovery.providers.acp import run as acp_run
+from recovery.providers.acp import answering as acp_answering
 from recovery.providers.acp.asking import PermissionAsk
 from recovery.providers.acp.failure import PromptCompleted, PromptFailure
 from recovery.providers.acp.permissions import PermissionPolicy
@@ -56,7 +56,7 @@ class Recorder:
 def recorded_requests(monkeypatch):
     """The real ask_from, with each request it is given kept as the agent sent it."""
     kept: list[dict] = []
-    real = acp_run.ask_from
+    real = acp_answering.ask_from
 
     def keeping(*, tool_call, options, kind, paths, **rest):
         kept.append(
@@ -71,7 +71,7 @@ def recorded_requests(monkeypatch):
         )
         return real(tool_call=tool_call, options=options, kind=kind, paths=paths, **rest)
 
-    monkeypatch.setattr(acp_run, "ask_from", keeping)
+    monkeypatch.setattr(acp_answering, "ask_from", keeping)
     return kept
 
 

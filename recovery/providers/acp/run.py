@@ -24,13 +24,9 @@ from pydantic import ValidationError
 
 from recovery.cancel import CancelToken
 from recovery.clock import Clock, SystemClock
-from recovery.providers.acp.agent_events import AgentEvent, AgentPermission, ModelSettled, PromptEnd
-from recovery.providers.acp.asking import (
-    DIFF_TEXT_CHARS,
-    PermissionAsker,
-    ask_await,
-    ask_from,
-)
+from recovery.providers.acp.agent_events import AgentEvent, ModelSettled, PromptEnd
+from recovery.providers.acp.answering import permission_answer
+from recovery.providers.acp.asking import PermissionAsker
 from recovery.providers.acp.client import KandevClient
 from recovery.providers.acp.convert import settled_model, update_events
 from recovery.providers.acp.deadline import PausableDeadline
@@ -44,13 +40,6 @@ from recovery.providers.acp.failure import (
     failure_build,
 )
 from recovery.providers.acp.metadata import allowed_identity
-from recovery.providers.acp.permissions import (
-    PermissionPolicy,
-    ToolRequest,
-    permission_asks_person,
-    permission_choose,
-    request_paths,
-)
 from recovery.providers.acp.process import StderrTail, agent_process
 from recovery.providers.acp.redaction import OutputRedactor
 from recovery.providers.acp.shaping import StreamShaper, is_cursor_agent
@@ -60,7 +49,6 @@ from recovery.taxonomy import Kind, Phase, Source
 
 CLIENT_INFO = Implementation(name="kandev-web", version="1")
 _EXIT_WAIT_S = 5.0
-_GRANTING = ("allow_once", "allow_always")
 UNFINISHED_TURN = "the agent ended its turn, but no model call of it finished"
 
 
@@ -352,56 +340,14 @@ class AcpPromptRun:
     async def _permission_answer(
         self, tool_call: ToolCallUpdate, options: list[PermissionOption]
     ) -> str | None:
-        kind = tool_call.kind or self._shaper.tool_kinds.get(tool_call.tool_call_id)
-        paths = request_paths(
-            locations=[location.path for location in tool_call.locations or ()],
-            raw_input=tool_call.raw_input,
+        option_id, permission = await permission_answer(
+            tool_call=tool_call,
+            options=options,
+            kind=tool_call.kind or self._shaper.tool_kinds.get(tool_call.tool_call_id),
+            spec=self.spec,
+            asker=self._asker,
+            stop=self._stop,
+            deadline=self._deadline,
         )
-        request = ToolRequest(kind=kind, paths=paths)
-        workspace = self.spec.workspace
-        policy = self.spec.permission_policy
-        if self._asker is not None and permission_asks_person(
-            policy=policy, request=request, workspace=workspace
-        ):
-            ask = ask_from(
-                tool_call=tool_call,
-                options=options,
-                kind=kind,
-                paths=paths,
-                read_current=lambda path: workspace.current_text(path, limit=DIFF_TEXT_CHARS),
-            )
-            option_id = await ask_await(
-                answer=self._asker(ask), stop=self._stop, deadline=self._deadline
-            )
-            offered = {option.option_id: str(option.kind) for option in options}
-            option_kind = offered.get(option_id) if option_id is not None else None
-            if option_kind is None:
-                option_id = None  # not one the agent offered: answered as cancelled
-            granted, asked = option_kind in _GRANTING, True
-        else:
-            choice = permission_choose(
-                policy=PermissionPolicy.ALLOW_READ_ONLY
-                if policy is PermissionPolicy.ASK
-                else policy,
-                request=request,
-                workspace=workspace,
-                options=[(option.option_id, option.kind) for option in options],
-            )
-            option_id, option_kind, granted, asked = (
-                choice.option_id,
-                choice.option_kind,
-                choice.granted,
-                False,
-            )
-        self._emit_all(
-            self._shaper.feed(
-                AgentPermission(
-                    tool_call_id=tool_call.tool_call_id,
-                    granted=granted,
-                    option_kind=option_kind,
-                    tool_kind=kind,
-                    asked=asked,
-                )
-            )
-        )
+        self._emit_all(self._shaper.feed(permission))
         return option_id

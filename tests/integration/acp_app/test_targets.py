@@ -17,7 +17,7 @@ from django.db import connection
 
 import sessions_app.tasks  # noqa: F401 -- connects the worker's shutdown handlers, as Celery does
 from devtools.eventually import eventually
-from kandev_web.settings import acp_inherited_env
+from kandev_web.agent_env import acp_inherited_env
 from recovery.providers.acp.process import agent_processes_live
 from sessions_app.agent.registry import AGENTS
 from sessions_app.agent.runner import generation_run
