@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from devtools import processes
+from devtools.eventually import eventually_async
 from devtools.testbed import ROOT, free_port, manage, percentile, throwaway_database
 
 DELTAS = 2_000
@@ -169,6 +170,7 @@ def raw_round(pipeline):
 results = []
 for number in range(1, rounds + 1):
     pipeline = pipeline_round(number)
+    # Pacing, not a poll: a quiet gap so one round's tail does not overlap the next's start.
     time.sleep(settle)
     raw = raw_round(pipeline)
     time.sleep(settle)
@@ -235,15 +237,17 @@ async def _until_arrived(
     watches: list[_Watch], seq: int, tasks: list[asyncio.Task], *, what: str
 ) -> None:
     """Wait until every watch has ``seq``; a watcher that died or a stall raises."""
-    deadline = time.monotonic() + 300
-    while not all(watch.has(seq) for watch in watches):
+
+    def arrived() -> bool:
         for task in tasks:
             if task.done():
                 task.result()  # raises what ended it
                 raise RuntimeError(f"a {what} stopped before seq {seq}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"not every {what} received seq {seq} within 300 s")
-        await asyncio.sleep(0.1)
+        return all(watch.has(seq) for watch in watches)
+
+    await eventually_async(
+        arrived, timeout=300, what=f"every {what} receiving seq {seq}", interval=0.1
+    )
 
 
 def _raw_layer(prefix: str):

@@ -67,6 +67,7 @@ SUCCESS_DECISION = "success"
 DRIVER = """
 import json, os, time, urllib.request
 from django.contrib.auth import get_user_model
+from devtools.eventually import eventually
 from sessions_app.models import PromptGeneration, ProviderTarget
 from sessions_app.services import prompt_submit, session_create, target_create
 
@@ -83,11 +84,9 @@ target = target_create(name="Mock", kind=ProviderTarget.Kind.MOCK)
 # Warm-up (not measured): each worker's first run pays for importing the provider SDKs.
 warm = [prompt_submit(session=session_create(owner=user, target=target, title=f"Warm {i}"),
                       user=user, text=f"warm up {i}") for i in range(4)]
-deadline = time.monotonic() + 120
-while PromptGeneration.objects.filter(pk__in=[g.pk for g in warm],
-                                      state__in=PromptGeneration.ACTIVE_STATES).exists():
-    assert time.monotonic() < deadline, "warm-up prompts did not finish"
-    time.sleep(0.1)
+eventually(lambda: not PromptGeneration.objects.filter(
+               pk__in=[g.pk for g in warm], state__in=PromptGeneration.ACTIVE_STATES).exists(),
+           timeout=120, what="the warm-up prompts", interval=0.1)
 sessions = [session_create(owner=user, target=target, title=f"Incident {i}")
             for i in range(int(os.environ["BENCH_SESSIONS"]))]
 post("/_mock/reset", {})
