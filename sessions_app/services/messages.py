@@ -44,8 +44,8 @@ def message_create(
     text = storable_text(text)
     metadata = storable_json(metadata or {})
     with transaction.atomic():
-        tail_id = Session.objects.select_for_update().values_list("tail_id", flat=True).get(
-            pk=session.pk
+        tail_id = (
+            Session.objects.select_for_update().values_list("tail_id", flat=True).get(pk=session.pk)
         )
         message = Message.objects.create(
             session=session,

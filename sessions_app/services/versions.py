@@ -31,7 +31,9 @@ def session_tail_move(*, session: Session, tail_id: int | None) -> None:
         off = row.pk not in shown
         if off != bool(row.metadata.get("off_path")):
             metadata = {k: v for k, v in row.metadata.items() if k != "off_path"}
-            message_update(message=row, metadata={**metadata, "off_path": True} if off else metadata)
+            if off:
+                metadata["off_path"] = True
+            message_update(message=row, metadata=metadata)
 
 
 def _latest_leaf(*, session: Session, row_id: int) -> int:

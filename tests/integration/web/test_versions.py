@@ -10,6 +10,7 @@ import random
 import pytest
 from django.test import Client
 
+from recovery.mock.testing import SplitClock
 from sessions_app.agent.runner import generation_run
 from sessions_app.errors import GenerationActive, InvalidInput, SessionNotFound
 from sessions_app.models import Message
@@ -17,7 +18,6 @@ from sessions_app.selectors import events_after, session_snapshot
 from sessions_app.services import prompt_submit
 from sessions_app.services.prompts import answer_regenerate, prompt_edit
 from sessions_app.services.versions import version_show
-from recovery.mock.testing import SplitClock
 from tests.integration.core.test_event_log import apply_events
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("celery_queue")]
