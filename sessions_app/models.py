@@ -155,6 +155,11 @@ class Session(models.Model):
     context_from = models.ForeignKey(
         "Message", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # The last row of the conversation shown (one branch of the message tree, Message.parent):
+    # new rows hang below it, and the history sent to the agent is the path up from it.
+    tail = models.ForeignKey(
+        "Message", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # Not a column: the place in line that board_selectors.board_columns sets on the board's
@@ -280,6 +285,11 @@ class Message(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     # Partial output of an attempt that did not finish (stopped, or failed after exposure).
     incomplete = models.BooleanField(default=False)
+    # The row this one follows in the conversation. Rows sharing a parent are versions of one
+    # another: an edited prompt beside the original, a regenerated answer beside the first.
+    parent = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

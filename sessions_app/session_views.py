@@ -59,6 +59,7 @@ from sessions_app.services.prompts import (
     session_recover,
 )
 from sessions_app.services.targets import session_target_switch
+from sessions_app.services.versions import version_show
 from sessions_app.views import SignedInRequest, with_error_headers
 
 NOT_FOUND = "No such session."
@@ -213,8 +214,31 @@ def session_regenerate(request: SignedInRequest, session: Session) -> None:
 
 @session_action(invalid="Message {}.", draft_field="text")
 def session_edit(request: SignedInRequest, session: Session) -> None:
-    """The last prompt's Edit: the edited text is sent as the new last prompt."""
-    prompt_edit(session=session, user=request.user, text=request.POST.get("text", ""))
+    """A prompt's Edit (``?message=`` names it; the last prompt without): the edited text is sent
+    as a new version of it, branching from where it stood."""
+    prompt_edit(
+        session=session,
+        user=request.user,
+        text=request.POST.get("text", ""),
+        message_id=_message_id(request.GET.get("message")),
+    )
+
+
+@session_action(invalid="Cannot show that version: {}.")
+def session_version(request: SignedInRequest, session: Session) -> None:
+    """The "< 2 / 3 >" switcher: every viewer's transcript follows over the websocket."""
+    message_id = _message_id(request.POST.get("message"))
+    if message_id is None:
+        raise InvalidInput("message", "must name a message")
+    version_show(session=session, user=request.user, message_id=message_id)
+
+
+def _message_id(raw: str | None) -> int | None:
+    if raw in (None, ""):
+        return None
+    if not raw.isdigit():
+        raise InvalidInput("message", "must be a message id")
+    return int(raw)
 
 
 @session_action(invalid="Cannot switch: {}.")

@@ -47,6 +47,11 @@ urlpatterns = [
     ),
     path("sessions/<int:session_id>/edit/", session_views.session_edit, name="session_edit"),
     path(
+        "sessions/<int:session_id>/version/",
+        session_views.session_version,
+        name="session_version",
+    ),
+    path(
         "sessions/<int:session_id>/switch-target/",
         session_views.session_switch_target,
         name="session_switch_target",

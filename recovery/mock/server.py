@@ -182,6 +182,8 @@ async def _serve(
         stream=stream,
         tool_results=history.tool_results_seen,
         roles=list(history.roles),
+        # The request as sent, so a test reads the exact history a client put in it.
+        body=body,
     )
     if operation == "count_tokens":
         entry.update(status=200, completed=True)

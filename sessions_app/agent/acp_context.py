@@ -48,6 +48,7 @@ def acp_prompt_text(
 
     None when there is no user prompt to send.
     """
+    messages = [m for m in messages if not m.metadata.get("off_path")]
     latest = max((i for i, m in enumerate(messages) if m.role == Message.Role.USER), default=None)
     if latest is None:
         return None
@@ -60,7 +61,7 @@ def acp_prompt_text(
 
 
 def _is_said(message: Message) -> bool:
-    if message.metadata.get("replaced"):
+    if message.metadata.get("replaced") or message.metadata.get("off_path"):
         return False  # replaced by Regenerate or an edit: no longer part of the conversation
     if message.role == Message.Role.USER:
         return bool(message.full_text)

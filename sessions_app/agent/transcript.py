@@ -11,6 +11,8 @@ Decisions:
 - "Start fresh" sets Session.context_from: rows before it stay visible but are not sent.
 - Rows labelled replaced (``metadata["replaced"]``: an answer replaced by Regenerate, a prompt and
   its answer replaced by an edit, a partial that Resume ran again) stay visible but are not sent.
+- Rows off the branch shown (``metadata["off_path"]``: the other versions Regenerate and edits
+  keep, switched with "< 1 / 2 >") are not sent: the history is the version the person sees.
 - ACP agents' tool rows (metadata source "acp") are left out when a session moves to a direct
   provider: those tools ran inside the agent, not as calls of this model.
 - Consecutive turns of one role are merged, so dropping rows never yields two user turns in a row.
@@ -43,8 +45,8 @@ def _parts_of(messages: list[Message]) -> Iterable[tuple[Literal["user", "assist
         m.metadata.get("tool_call_id") for m in messages if m.role == Message.Role.TOOL_RESULT
     }
     for message in messages:
-        if message.metadata.get("replaced"):
-            continue  # replaced by Regenerate or an edit (or a partial Resume ran again)
+        if message.metadata.get("replaced") or message.metadata.get("off_path"):
+            continue  # another version than the one shown (or a partial Resume ran again)
         if message.role == Message.Role.USER:
             yield "user", TextPart(message.full_text)
         elif message.role == Message.Role.ASSISTANT:

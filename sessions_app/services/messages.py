@@ -37,10 +37,16 @@ def message_create(
     status: str = Message.Status.COMPLETE,
     metadata: dict[str, Any] | None = None,
 ) -> Message:
-    """Write one transcript row and its ``message.created`` event."""
+    """Write one transcript row and its ``message.created`` event. The row follows the session's
+    tail (the last row of the branch shown) and becomes the new tail; when the tail already had a
+    row below it (Regenerate or an edit moved the tail back), the rows are versions of each other
+    and each says which it is."""
     text = storable_text(text)
     metadata = storable_json(metadata or {})
     with transaction.atomic():
+        tail_id = (
+            Session.objects.select_for_update().values_list("tail_id", flat=True).get(pk=session.pk)
+        )
         message = Message.objects.create(
             session=session,
             generation=generation,
@@ -48,14 +54,41 @@ def message_create(
             text=text,
             status=status,
             metadata=metadata,
+            parent_id=tail_id,
         )
+        Session.objects.filter(pk=session.pk).update(tail=message)
         message._streamed = _Streamed(length=len(text), next_position=1)
+        siblings = list(
+            Message.objects.filter(session=session, parent_id=tail_id)
+            .exclude(pk=message.pk)
+            .select_related("session", "generation")
+        )
+        if siblings:
+            _versions_label(rows=[*siblings, message])
         event_append(
             session=session,
             type=event_names.MESSAGE_CREATED,
             payload={"message": message_dict(message)},
         )
     return message
+
+
+def _versions_label(*, rows: list[Message]) -> None:
+    """Tell each version of a row (rows with one parent, oldest first) its place: ``n`` of
+    ``of``, and its neighbours' ids for the "< 2 / 3 >" switcher. The new row is labelled before
+    its ``message.created`` event; the others through ``message.updated``, so viewers converge."""
+    for index, row in enumerate(rows):
+        version = {
+            "n": index + 1,
+            "of": len(rows),
+            "prev": rows[index - 1].pk if index > 0 else None,
+            "next": rows[index + 1].pk if index + 1 < len(rows) else None,
+        }
+        if row is rows[-1]:
+            row.metadata = {**row.metadata, "version": version}
+            Message.objects.filter(pk=row.pk).update(metadata=row.metadata)
+        elif row.metadata.get("version") != version:
+            message_update(message=row, metadata={**row.metadata, "version": version})
 
 
 def message_start_streaming(

@@ -1,5 +1,5 @@
-"""Every way a person starts, reruns or stops a turn: a new prompt, Regenerate, an edit of the
-last prompt, Resume and Start fresh, Stop and the retry banner's Cancel.
+"""Every way a person starts, reruns or stops a turn: a new prompt, Regenerate, an edit of a
+prompt, Resume and Start fresh, Stop and the retry banner's Cancel.
 
 The ways to start share one open step (``_turn_open``): under the session's row lock, refuse
 while a generation is active, do the entry's own preparation, admit the turn under the person's
@@ -42,6 +42,7 @@ from sessions_app.services.lifecycle.generation import (
 from sessions_app.services.lifecycle.queued import user_lock
 from sessions_app.services.lifecycle.retry_wait import session_loops_end
 from sessions_app.services.messages import message_create, message_update
+from sessions_app.services.versions import session_tail_move
 from sessions_app.text_rules import text_problem
 from sessions_app.workspaces.git import GitFailed
 
@@ -153,34 +154,40 @@ def prompt_submit(*, session: Session, user: User, text: str) -> PromptGeneratio
     return _turn_open(session=session, user=user, mode=Mode.PROMPT, prepare=lambda _: prompt)
 
 
-def answer_regenerate(*, session: Session, user: User) -> PromptGeneration:
-    """Answer the last prompt again in a new generation. The earlier answer (every row after the
-    prompt) is kept, labelled "replaced by Regenerate" and never sent to the agent again, so the
-    new answer is the only one shown open. Refused like a prompt while one is active."""
+def answer_regenerate(
+    *, session: Session, user: User, message_id: int | None = None
+) -> PromptGeneration:
+    """Answer a prompt again in a new generation: the last prompt shown, or the shown prompt
+    ``message_id``. The earlier answer (and whatever followed it) is kept as another version,
+    switched to with "< 1 / 2 >", and is off the branch sent to the agent. Refused like a prompt
+    while one is active."""
 
     def prepare(locked: Session) -> None:
-        prompt = _last_prompt(session=locked, field_name="action", problem=wording.NOTHING_TO_RERUN)
-        _rows_replace(
-            rows=_rows_from(session=locked, first_id=prompt.pk + 1),
-            reason=Message.Replaced.REGENERATE,
+        prompt = _shown_prompt(
+            session=locked, field_name="action", problem=wording.NOTHING_TO_RERUN, pk=message_id
         )
+        session_tail_move(session=locked, tail_id=prompt.pk)
 
     return _turn_open(session=session, user=user, mode=Mode.REGENERATE, prepare=prepare)
 
 
-def prompt_edit(*, session: Session, user: User, text: str) -> PromptGeneration:
-    """Send an edited version of the last prompt. The earlier prompt and its answer are kept,
-    labelled "replaced by your edit" and never sent to the agent again; the edited prompt is a
-    new message answered by a new generation. Refused like a prompt while one is active."""
+def prompt_edit(
+    *, session: Session, user: User, text: str, message_id: int | None = None
+) -> PromptGeneration:
+    """Send an edited version of a shown prompt (the last one, or ``message_id``): the edit
+    branches from where that prompt stood. The earlier prompt and all that followed it are kept
+    as another version, off the branch sent to the agent. Refused like a prompt while one is
+    active."""
     text = prompt_text_clean(text)
 
     def prepare(locked: Session) -> _Prompt:
-        prompt = _last_prompt(
-            session=locked, field_name="text", problem="there is no message to edit yet"
+        prompt = _shown_prompt(
+            session=locked,
+            field_name="text",
+            problem="there is no message to edit yet",
+            pk=message_id,
         )
-        _rows_replace(
-            rows=_rows_from(session=locked, first_id=prompt.pk), reason=Message.Replaced.EDIT
-        )
+        session_tail_move(session=locked, tail_id=prompt.parent_id)
         return _Prompt(text=text, metadata={"edit_of": prompt.pk})
 
     return _turn_open(session=session, user=user, mode=Mode.EDIT, prepare=prepare)
@@ -238,18 +245,27 @@ def session_recover(
 
 
 def _last_prompt(*, session: Session, field_name: str, problem: str) -> Message:
-    prompt = Message.objects.filter(session=session, role=Message.Role.USER).order_by("-id").first()
+    return _shown_prompt(session=session, field_name=field_name, problem=problem)
+
+
+def _shown_prompt(
+    *, session: Session, field_name: str, problem: str, pk: int | None = None
+) -> Message:
+    """A prompt on the branch shown: the last one, or ``pk`` (InvalidInput when that is not a
+    shown prompt of this session)."""
+    # off_path is only ever written as true; rows on the branch shown carry no such key.
+    prompts = Message.objects.filter(
+        session=session, role=Message.Role.USER, metadata__off_path__isnull=True
+    )
+    if pk is not None:
+        prompt = prompts.filter(pk=pk).first()
+        if prompt is None:
+            raise InvalidInput("message", "is not a prompt shown in this session")
+        return prompt
+    prompt = prompts.order_by("-id").first()
     if prompt is None:
         raise StateConflict(field_name, problem)
     return prompt
-
-
-def _rows_from(*, session: Session, first_id: int) -> Iterable[Message]:
-    """The session's rows from ``first_id`` on: an answer after its prompt (Regenerate), or the
-    prompt and its answer (an edit)."""
-    return Message.objects.filter(session=session, id__gte=first_id).select_related(
-        "session", "generation"
-    )
 
 
 def _rows_replace(*, rows: Iterable[Message], reason: Message.Replaced) -> None:
@@ -268,6 +284,7 @@ def _partials_supersede(*, session: Session, after: Message) -> None:
         rows=Message.objects.filter(
             session=session,
             id__gt=after.pk,
+            metadata__off_path__isnull=True,
             incomplete=True,
             role__in=(Message.Role.ASSISTANT, Message.Role.THINKING),
         ).select_related("session", "generation"),

@@ -289,7 +289,7 @@
     var transcript = document.getElementById("transcript");
     var latestPrompt = null, latestAnswer = null;
     for (var row = transcript && transcript.lastElementChild; row; row = row.previousElementSibling) {
-      if (!row.classList.contains("msg") || row.classList.contains("msg--replaced")) continue;
+      if (!row.classList.contains("msg") || row.classList.contains("msg--replaced") || row.hidden) continue;
       var role = row.getAttribute("data-role");
       if (role === "user") { latestPrompt = row; break; }
       if (!latestAnswer && role === "assistant" && row.getAttribute("data-status") !== "streaming") latestAnswer = row;

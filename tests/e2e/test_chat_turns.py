@@ -66,33 +66,65 @@ def open_on_both(stack, title: str, *pages) -> int:
 # ---- regenerate ---------------------------------------------------------------------------------
 
 
+SHOWN = ":not([hidden])"
+
+
 def wait_for_regenerated(page) -> None:
-    """The old answer is closed away and the new one has finished (not merely the old one)."""
-    page.wait_for_selector(f"{ANSWER}.msg--replaced details.replaced", timeout=30_000)
+    """The old answer is hidden away and the new one has finished (not merely the old one)."""
+    page.wait_for_selector(f"{ANSWER}[hidden]", state="attached", timeout=30_000)
     page.wait_for_function(
-        "() => document.querySelectorAll('#transcript .msg--assistant:not(.msg--replaced)"
+        "() => document.querySelectorAll('#transcript .msg--assistant:not([hidden])"
         "[data-status=complete]').length === 1",
         timeout=60_000,
     )
     wait_for_answer(page)
 
 
+def shown_ids(page, role: str) -> list[str]:
+    return page.eval_on_selector_all(
+        f"#transcript .msg--{role}{SHOWN}", "rows => rows.map(r => r.id)"
+    )
+
+
+def wait_for_shown(page, role: str, ids: list[str]) -> None:
+    page.wait_for_function(
+        "([role, ids]) => JSON.stringify(Array.from(document.querySelectorAll("
+        "`#transcript .msg--${role}:not([hidden])`)).map(r => r.id)) === JSON.stringify(ids)",
+        arg=[role, ids],
+        timeout=30_000,
+    )
+
+
+def version_count(page, role: str) -> list[str]:
+    return page.locator(f"#transcript .msg--{role}{SHOWN} .version-count").all_inner_texts()
+
+
 def regenerate_and_watch(actor, watcher) -> None:
     send(actor, "regenerate me")
     for page in (actor, watcher):
         wait_for_answer(page)
+    first = shown_ids(actor, "assistant")
     press(actor, f"{ANSWER}[data-latest] .regenerate")
     for page in (actor, watcher):
         wait_for_regenerated(page)
-        replaced = page.locator(f"{ANSWER}.msg--replaced")
-        assert replaced.count() == 1
-        summary = replaced.locator("summary").inner_text()
-        assert summary == wording.replaced_summary("regenerate")
-        assert not replaced.locator(".md").is_visible()  # closed: one answer shown, not two
+        # One answer shown, the second of two; the first kept, hidden.
+        assert page.locator(f"{ANSWER}{SHOWN}").count() == 1
+        assert page.locator(f"#{first[0]}").is_hidden()
+        assert version_count(page, "assistant") == ["2 / 2"]
         # Regenerate sits on the new answer only.
         assert page.locator(f"{ANSWER} .regenerate:visible").count() == 1
-        assert page.locator(f"{ANSWER}:not(.msg--replaced) .regenerate").is_visible()
     wait_for_focus_in_composer(actor)
+    second = shown_ids(actor, "assistant")
+    # "<" brings the first answer back on both screens, ">" the second again.
+    press(actor, f"{ANSWER}{SHOWN} .version-prev")
+    for page in (actor, watcher):
+        wait_for_shown(page, "assistant", first)
+        assert version_count(page, "assistant") == ["1 / 2"]
+        assert page.locator(f"{ANSWER}{SHOWN} .version-prev").is_disabled()
+    press(actor, f"{ANSWER}{SHOWN} .version-next")
+    for page in (actor, watcher):
+        wait_for_shown(page, "assistant", second)
+        assert version_count(page, "assistant") == ["2 / 2"]
 
 
 def test_regenerate_on_desktop_replaces_the_answer_for_the_phone_too(stack, desktop, phone):
@@ -132,17 +164,17 @@ def test_edit_on_desktop_with_the_keyboard_resends_for_both_viewers(stack, deskt
     box.fill("what is calm")
     box.press("Control+Enter")
     for page in (desktop, phone):
-        page.wait_for_selector("#transcript .msg--user.msg--replaced", timeout=30_000)
+        page.wait_for_selector("#transcript .msg--user[hidden]", state="attached", timeout=30_000)
         page.wait_for_function(
             "() => Array.from(document.querySelectorAll('#transcript .msg--assistant'))"
-            ".some(m => !m.classList.contains('msg--replaced') && m.dataset.status === 'complete'"
+            ".some(m => !m.hidden && m.dataset.status === 'complete'"
             " && m.textContent.includes('You asked about what is calm'))",
             timeout=60_000,
         )
-        prompts = page.locator("#transcript .msg--user:not(.msg--replaced) .text").all_inner_texts()
+        prompts = page.locator(f"#transcript .msg--user{SHOWN} .text").all_inner_texts()
         assert prompts == ["what is calm"]
-        summaries = page.locator("#transcript .msg--replaced summary").all_inner_texts()
-        assert summaries == [wording.replaced_summary("edit")] * 2
+        assert version_count(page, "user") == ["2 / 2"]
+        assert page.locator(f"{ANSWER}{SHOWN}").count() == 1  # the old answer went with its prompt
     wait_for_focus_in_composer(desktop)
 
 
@@ -154,15 +186,74 @@ def test_edit_on_the_phone_by_touch_and_escape_closes_the_form(stack, desktop, p
     phone.locator("#transcript .edit-form textarea").fill("hello again")
     assert_fits_a_phone(phone)
     phone.tap("#transcript .edit-form .edit-send")
-    desktop.wait_for_selector("#transcript .msg--user.msg--replaced", timeout=30_000)
+    desktop.wait_for_selector("#transcript .msg--user[hidden]", state="attached", timeout=30_000)
     for page in (desktop, phone):
         wait_for_answer(page)
-        page.wait_for_selector(f"{ANSWER}:not(.msg--replaced):has-text('hello again')")
+        page.wait_for_selector(f"{ANSWER}{SHOWN}:has-text('hello again')")
     # Esc closes an open edit form without sending; the Edit button gets the focus back.
     desktop.click("#transcript .msg--user[data-latest] .edit-prompt")
     desktop.keyboard.press("Escape")
     assert desktop.locator(".edit-form").count() == 0
     assert desktop.evaluate("() => document.activeElement.classList.contains('edit-prompt')")
+
+
+def edit_an_earlier_prompt_and_watch(actor, watcher) -> None:
+    send(actor, "one")
+    wait_for_answer(actor)
+    send(actor, "two")
+    for page in (actor, watcher):
+        wait_for_shown(page, "user", shown_ids(actor, "user"))
+        wait_for_answer(page)
+    original = shown_ids(actor, "user")
+    press(actor, f"#{original[0]} .edit-prompt")  # the first prompt, not the latest
+    actor.locator("#transcript .edit-form textarea").fill("one, again")
+    press(actor, "#transcript .edit-form .edit-send")
+    for page in (actor, watcher):
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('#transcript .msg--assistant'))"
+            ".some(m => !m.hidden && m.dataset.status === 'complete'"
+            " && m.textContent.includes('You asked about one, again'))",
+            timeout=60_000,
+        )
+        # The edit branched from the first prompt: what followed it is the other version.
+        assert page.locator(f"#transcript .msg--user{SHOWN} .text").all_inner_texts() == [
+            "one, again"
+        ]
+        assert version_count(page, "user") == ["2 / 2"]
+    press(actor, f"#transcript .msg--user{SHOWN} .version-prev")
+    for page in (actor, watcher):
+        wait_for_shown(page, "user", original)
+        assert version_count(page, "user") == ["1 / 2"]
+        assert page.locator(f"{ANSWER}{SHOWN}").count() == 2
+
+
+def test_desktop_edits_an_earlier_prompt_and_switches_back_and_the_phone_follows(
+    stack, desktop, phone
+):
+    open_on_both(stack, "Branch desktop", desktop, phone)
+    edit_an_earlier_prompt_and_watch(desktop, phone)
+
+
+def test_phone_edits_an_earlier_prompt_and_switches_back_and_the_desktop_follows(
+    stack, desktop, phone
+):
+    open_on_both(stack, "Branch phone", desktop, phone)
+    edit_an_earlier_prompt_and_watch(phone, desktop)
+    assert_fits_a_phone(phone)
+
+
+def test_the_version_shown_survives_a_reload(stack, desktop):
+    open_on_both(stack, "Version reload", desktop)
+    send(desktop, "keep me")
+    wait_for_answer(desktop)
+    first = shown_ids(desktop, "assistant")
+    desktop.click(f"{ANSWER}[data-latest] .regenerate")
+    wait_for_regenerated(desktop)
+    desktop.click(f"{ANSWER}{SHOWN} .version-prev")
+    wait_for_shown(desktop, "assistant", first)
+    desktop.reload()
+    wait_for_shown(desktop, "assistant", first)
+    assert version_count(desktop, "assistant") == ["1 / 2"]
 
 
 # ---- one meaning for stopping a retry -----------------------------------------------------------

@@ -89,7 +89,7 @@ def page(client, chat) -> str:
 # ---- regenerate ---------------------------------------------------------------------------------
 
 
-def test_regenerate_keeps_the_old_answer_labelled_and_never_sends_it_again(
+def test_regenerate_keeps_the_old_answer_as_a_version_and_never_sends_it_again(
     chat, owner, clock, owner_client
 ):
     run_prompt(chat, owner, "tell me a joke", clock)
@@ -99,15 +99,17 @@ def test_regenerate_keeps_the_old_answer_labelled_and_never_sends_it_again(
 
     assert (generation.mode, generation.state) == ("regenerate", State.QUEUED)
     first_answer.refresh_from_db()
-    assert first_answer.metadata["replaced"] == "regenerate"
+    assert first_answer.metadata["off_path"] is True
     assert sent_texts(chat) == [("user", "tell me a joke")]  # the old answer is not history
     run(generation, clock)
     answers = [m for m in rows(chat) if m.role == "assistant"]
-    assert [bool(m.metadata.get("replaced")) for m in answers] == [True, False]
+    assert [bool(m.metadata.get("off_path")) for m in answers] == [True, False]
+    assert [m.metadata["version"]["n"] for m in answers] == [1, 2]
     html = page(owner_client, chat)
-    # One answer open; the old one closed behind its label, in its place.
-    assert html.count('<details class="replaced">') == 1
-    assert wording.replaced_summary("regenerate") in html
+    # One answer shown, saying it is the second of two; the first kept, hidden.
+    assert html.count('<span class="version-count">2 / 2</span>') == 1
+    assert html.count('<span class="version-count">1 / 2</span>') == 1
+    assert f'id="msg-{first_answer.pk}"' in html
     assert html.count('class="btn btn--quiet turn-action regenerate"') == 1
 
 
@@ -156,13 +158,13 @@ def test_a_viewer_applying_the_regenerate_events_converges_with_a_fresh_snapshot
     fresh = session_snapshot(session=chat)
     assert apply_events(stale, events)["messages"] == fresh["messages"]
     updated = [e for e in events if e["event"] == ev.MESSAGE_UPDATED]
-    assert updated[0]["payload"]["message"]["metadata"]["replaced"] == "regenerate"
+    assert updated[0]["payload"]["message"]["metadata"]["off_path"] is True
 
 
 # ---- edit and resend ----------------------------------------------------------------------------
 
 
-def test_edit_sends_the_new_prompt_and_labels_the_old_prompt_and_answer(
+def test_edit_sends_the_new_prompt_and_keeps_the_old_prompt_and_answer_as_a_version(
     chat, owner, clock, owner_client
 ):
     run_prompt(chat, owner, "first question", clock)
@@ -171,12 +173,9 @@ def test_edit_sends_the_new_prompt_and_labels_the_old_prompt_and_answer(
     generation = prompt_edit(session=chat, user=owner, text="second question")
 
     assert generation.mode == "edit"
-    replaced = [(m.role, m.text[:14], m.metadata.get("replaced")) for m in rows(chat)]
-    assert replaced[2:4] == [
-        ("user", "secnd question", "edit"),
-        ("assistant", replaced[3][1], "edit"),
-    ]
-    assert replaced[4] == ("user", "second questio", None)
+    shown = [(m.role, m.text[:14], bool(m.metadata.get("off_path"))) for m in rows(chat)]
+    assert shown[2:4] == [("user", "secnd question", True), ("assistant", shown[3][1], True)]
+    assert shown[4] == ("user", "second questio", False)
     run(generation, clock)
     sent = [text for role, text in sent_texts(chat) if role == "user"]
     assert sent == ["first question", "second question"]  # the old version is gone from history
@@ -184,8 +183,9 @@ def test_edit_sends_the_new_prompt_and_labels_the_old_prompt_and_answer(
     acp = acp_prompt_text(messages=[m for m in rows(chat) if m.role in ("user", "assistant")])
     assert acp.prompt == "second question" and "secnd" not in (acp.context or "")
     html = page(owner_client, chat)
-    assert html.count(wording.replaced_summary("edit")) == 2
-    assert html.count('class="btn btn--quiet turn-action edit-prompt"') == 2  # not on old rows
+    assert html.count('<span class="version-count">2 / 2</span>') == 1
+    # Every shown prompt can be edited; the hidden version carries no buttons.
+    assert html.count('class="btn btn--quiet turn-action edit-prompt"') == 2
 
 
 def test_an_empty_edit_is_refused_and_changes_nothing(chat, owner, clock, owner_client):
