@@ -113,6 +113,32 @@ def stack_settings() -> dict[str, str]:
     return {}
 
 
+@dataclass(frozen=True, slots=True)
+class AcpPlaces:
+    """Where agents' projects, workspaces and the mock agent's counters live: one set for the
+    whole run, so every module whose stack_settings are built from it shares one stack. Tests
+    keep apart by name: each workspace is session-<id>, each project a name of the test's own."""
+
+    projects: Path
+    work: Path
+    mock_state: Path
+
+    @property
+    def stack_settings(self) -> dict[str, str]:
+        return {
+            "KANDEV_PROJECT_ROOTS": str(self.projects),
+            "KANDEV_ACP_WORKDIR": str(self.work),
+            "KANDEV_MOCK_ACP_STATE": str(self.mock_state),
+        }
+
+
+@pytest.fixture(scope="session")
+def acp_places(tmp_path_factory) -> AcpPlaces:
+    base = tmp_path_factory.mktemp("acp-places")
+    (base / "projects").mkdir()
+    return AcpPlaces(projects=base / "projects", work=base / "work", mock_state=base / "state.json")
+
+
 StackKey = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
 
 
@@ -290,12 +316,21 @@ def on_default_stack(item: pytest.Item) -> bool:
     return True
 
 
+def stack_group(item: pytest.Item) -> int:
+    """Where the item runs: the default stack's modules first, then those on the acp_places
+    stack, then the rest in their own order."""
+    if "tests/e2e/" not in item.nodeid:
+        return 2
+    if on_default_stack(item):
+        return 0
+    return 1 if "acp_places" in getattr(item, "fixturenames", ()) else 2
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules on the default stack run first, together, so they start it once; the others keep
-    their order after them. A module's first browser test may also start its stack (migrate,
-    Daphne, a worker, a warm-up prompt): on a busy 2-core machine that alone can take most of
-    pytest.ini's 120 s."""
-    items.sort(key=lambda item: not ("tests/e2e/" in item.nodeid and on_default_stack(item)))
+    """Modules that share a stack run together, so they start it once (stack_group). A module's
+    first browser test may also start its stack (migrate, Daphne, a worker, a warm-up prompt): on
+    a busy 2-core machine that alone can take most of pytest.ini's 120 s."""
+    items.sort(key=stack_group)
     for item in items:
         if item.get_closest_marker("timeout") is None and "tests/e2e/" in item.nodeid:
             item.add_marker(pytest.mark.timeout(300))
