@@ -1,8 +1,12 @@
 """The real stack for browser tests: a dedicated Postgres database, the mock provider, a Celery
 worker and Daphne, each a subprocess on a free port, plus Debian's Chromium through Playwright.
 
-Everything is started once per test module from the specs in devtools/processes.py and stopped by
-its own process group at the end. Process output goes to /tmp/kandev-e2e-*.log for post-mortems.
+Everything is started from the specs in devtools/processes.py and stopped by its own process
+group. A stack costs about a minute to start on a busy 2-core machine, so consecutive modules that
+ask for the same settings (stack_settings and the environment) share one: at most one stack runs at
+a time, modules are ordered so that those on the default stack run together, and a stack stops as
+soon as the next test does not need it (or needs other settings). Process output goes to
+/tmp/kandev-e2e-*.log for post-mortems.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import redis
+from django.conf import settings
 
 from devtools import processes
 from devtools.browser import CHROMIUM, CHROMIUM_ARGS
@@ -107,12 +113,82 @@ def stack_settings() -> dict[str, str]:
     return {}
 
 
-# Module scope: the stack (and its Celery worker, which answers every control ping on this Redis)
-# is gone before other test modules run, e.g. /healthz's "no worker answers" test.
+@dataclass(frozen=True, slots=True)
+class AcpPlaces:
+    """Where agents' projects, workspaces and the mock agent's counters live: one set for the
+    whole run, so every module whose stack_settings are built from it shares one stack. Tests
+    keep apart by name: each workspace is session-<id>, each project a name of the test's own."""
+
+    projects: Path
+    work: Path
+    mock_state: Path
+
+    @property
+    def stack_settings(self) -> dict[str, str]:
+        return {
+            "KANDEV_PROJECT_ROOTS": str(self.projects),
+            "KANDEV_ACP_WORKDIR": str(self.work),
+            "KANDEV_MOCK_ACP_STATE": str(self.mock_state),
+        }
+
+
+@pytest.fixture(scope="session")
+def acp_places(tmp_path_factory) -> AcpPlaces:
+    base = tmp_path_factory.mktemp("acp-places")
+    (base / "projects").mkdir()
+    return AcpPlaces(projects=base / "projects", work=base / "work", mock_state=base / "state.json")
+
+
+StackKey = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+
+
+def stack_key(stack_settings: dict[str, str]) -> StackKey:
+    """What a stack was started with: its settings and the environment its processes inherit
+    (modules set ACP directories there). pytest's own variables name the running test only."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return tuple(sorted(stack_settings.items())), tuple(sorted(environment.items()))
+
+
+class StackPool:
+    """At most one running stack, kept for the next module that asks for the same settings. One
+    at a time: stacks share the Celery queue, channel prefix and database name, and a worker left
+    running would answer control pings meant for a later module's own."""
+
+    def __init__(self) -> None:
+        self._key: StackKey | None = None
+        self._stack: Stack | None = None
+        self._cleanup = ExitStack()
+
+    def get(self, stack_settings: dict[str, str]) -> Stack:
+        key = stack_key(stack_settings)
+        if self._stack is None or key != self._key:
+            self.close()
+            self._stack = self._cleanup.enter_context(running_stack(stack_settings))
+            self._key = key
+        return self._stack
+
+    def close(self) -> None:
+        self._key, self._stack = None, None
+        self._cleanup.close()
+
+
+POOL = StackPool()
+
+
+def prompt_caps_reset() -> None:
+    """A shared stack outlives its modules: one module's prompts this minute must not count
+    against the next one's (a fresh stack's setup clears them the same way). Open-socket counts
+    stay: they follow live connections, which the same database still has right."""
+    client = redis.Redis.from_url(settings.REDIS["client"])
+    for key in client.scan_iter(match=f"{settings.KANDEV_REDIS_PREFIX}:caps:*"):
+        client.delete(key)
+
+
 @pytest.fixture(scope="module")
-def stack(stack_settings) -> Iterator[Stack]:
-    with running_stack(stack_settings) as started:
-        yield started
+def stack(stack_settings) -> Stack:
+    started = POOL.get(stack_settings)
+    prompt_caps_reset()
+    return started
 
 
 @contextmanager
@@ -227,9 +303,49 @@ def phone(browser, stack):
     page.context.close()
 
 
+def on_default_stack(item: pytest.Item) -> bool:
+    """Whether the item's module takes the default stack: it uses one, gives it no settings of
+    its own and has no autouse fixture of its own (those set the stack's environment)."""
+    if "stack" not in getattr(item, "fixturenames", ()):
+        return False
+    module = getattr(item, "module", None)
+    for name, value in vars(module).items():
+        marker = getattr(value, "_fixture_function_marker", None)
+        if marker is not None and (name == "stack_settings" or marker.autouse):
+            return False
+    return True
+
+
+def stack_group(item: pytest.Item) -> int:
+    """Where the item runs: the default stack's modules first, then those on the acp_places
+    stack, then the rest in their own order."""
+    if "tests/e2e/" not in item.nodeid:
+        return 2
+    if on_default_stack(item):
+        return 0
+    return 1 if "acp_places" in getattr(item, "fixturenames", ()) else 2
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A module's first browser test also starts its stack (migrate, Daphne, a worker, a warm-up
-    prompt): on a busy 2-core machine that alone can take most of pytest.ini's 120 s."""
+    """Modules that share a stack run together, so they start it once (stack_group). A module's
+    first browser test may also start its stack (migrate, Daphne, a worker, a warm-up prompt): on
+    a busy 2-core machine that alone can take most of pytest.ini's 120 s."""
+    items.sort(key=stack_group)
     for item in items:
         if item.get_closest_marker("timeout") is None and "tests/e2e/" in item.nodeid:
             item.add_marker(pytest.mark.timeout(300))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the item's own fixtures are gone: stop the stack unless the next test uses one, so
+    no stack (and no worker answering pings) outlives the tests that need it."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or "stack" not in getattr(nextitem, "fixturenames", ()):
+            POOL.close()
+
+
+def pytest_sessionfinish() -> None:
+    POOL.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import AcpPlaces
 from tests.e2e.test_acp_session import acp_session, wait_for_complete_answer
 from tests.e2e.test_live_session import open_session, send
 
@@ -18,17 +19,14 @@ NEW_FILE = "docs/a-rather-long-folder-name-for-a-phone/and-a-long-file-name-to-w
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("fresh") / "work"
+def work(acp_places: AcpPlaces) -> Path:
+    return acp_places.work
 
 
-@pytest.fixture(scope="module", autouse=True)
-def acp_environment(tmp_path_factory, work):
-    """Set before the module's stack starts, so its worker and every agent it starts see it."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KANDEV_MOCK_ACP_STATE", str(work.parent / "state.json"))
-        patch.setenv("KANDEV_ACP_WORKDIR", str(work))
-        yield
+@pytest.fixture(scope="module")
+def stack_settings(acp_places: AcpPlaces) -> dict[str, str]:
+    """The stack's worker and every agent it starts see these (the mock agent's counters too)."""
+    return acp_places.stack_settings
 
 
 def test_start_fresh_shows_what_it_puts_back_and_puts_it_back(stack, desktop, phone, work):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents.conftest import REAL_AGENTS, URL_SUFFIX
-from tests.e2e.conftest import USERNAME, Stack
+from tests.e2e.conftest import USERNAME, AcpPlaces, Stack
 from tests.e2e.test_live_session import open_session, send
 from tests.e2e.test_real_agents_live import AGENT_WAIT_MS, conversation_requests
 from tests.integration.workspaces.conftest import make_repository
@@ -27,16 +27,13 @@ PENDING = "#transcript .approval[data-state='pending']"
 
 
 @pytest.fixture(scope="module")
-def places(tmp_path_factory) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("approvals")
-    (base / "projects").mkdir()
-    return base / "projects", base / "work"
+def places(acp_places: AcpPlaces) -> tuple[Path, Path]:
+    return acp_places.projects, acp_places.work
 
 
 @pytest.fixture(scope="module")
-def stack_settings(places) -> dict[str, str]:
-    root, work = places
-    return {"KANDEV_PROJECT_ROOTS": str(root), "KANDEV_ACP_WORKDIR": str(work)}
+def stack_settings(acp_places: AcpPlaces) -> dict[str, str]:
+    return acp_places.stack_settings
 
 
 def bound_agent_session(stack: Stack, places, kind: str) -> tuple[int, int, Path, str]:

@@ -17,7 +17,7 @@ import urllib.request
 import pytest
 
 from tests.agents.conftest import REAL_AGENTS, URL_SUFFIX
-from tests.e2e.conftest import USERNAME
+from tests.e2e.conftest import USERNAME, AcpPlaces
 from tests.e2e.retry_watch import page_seen, watch_page
 from tests.e2e.test_live_session import LAST_ASSISTANT, open_session, send
 
@@ -28,14 +28,10 @@ MAX_RETRIES = 5  # the stack's KANDEV_RETRY_MAX_ATTEMPTS
 AGENT_WAIT_MS = 150_000
 
 
-@pytest.fixture(scope="module", autouse=True)
-def agent_environment(tmp_path_factory):
-    """Set before the module's stack starts, so its worker sees it: each agent's private home
-    under a directory of this module's own."""
-    directory = tmp_path_factory.mktemp("agents")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KANDEV_ACP_WORKDIR", str(directory / "work"))
-        yield
+@pytest.fixture(scope="module")
+def stack_settings(acp_places: AcpPlaces) -> dict[str, str]:
+    """Each agent's private home lives under the run's work directory, one per session."""
+    return acp_places.stack_settings
 
 
 def agent_session(stack, kind: str) -> tuple[int, str]:

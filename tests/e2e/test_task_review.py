@@ -7,23 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import USERNAME, Stack
+from tests.e2e.conftest import USERNAME, AcpPlaces, Stack
 from tests.integration.workspaces.conftest import make_repository
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")
-def places(tmp_path_factory) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("review")
-    (base / "projects").mkdir()
-    return base / "projects", base / "work"
+def places(acp_places: AcpPlaces) -> tuple[Path, Path]:
+    return acp_places.projects, acp_places.work
 
 
 @pytest.fixture(scope="module")
-def stack_settings(places) -> dict[str, str]:
-    root, work = places
-    return {"KANDEV_PROJECT_ROOTS": str(root), "KANDEV_ACP_WORKDIR": str(work)}
+def stack_settings(acp_places: AcpPlaces) -> dict[str, str]:
+    return acp_places.stack_settings
 
 
 def bound_session(stack: Stack, repo: Path) -> tuple[int, int, Path]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import AcpPlaces
 from tests.e2e.test_acp_session import acp_session
 from tests.e2e.test_chat_experience import watch_console
 from tests.e2e.test_chat_turns import axe_serious
@@ -31,13 +32,13 @@ SHOWN = """() => Array.from(document.querySelectorAll('#transcript .tool-call'))
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("tool-cards") / "work"
+def work(acp_places: AcpPlaces) -> Path:
+    return acp_places.work
 
 
 @pytest.fixture(scope="module")
-def stack_settings(work) -> dict[str, str]:
-    return {"KANDEV_ACP_WORKDIR": str(work)}
+def stack_settings(acp_places: AcpPlaces) -> dict[str, str]:
+    return acp_places.stack_settings
 
 
 def write_workspace(folder: Path) -> None:
