@@ -324,7 +324,9 @@ def banner(*, config: RunConfig, password: str, admin: str = "") -> str:
             f"  Kandev Web is running at {config.url}",
             f"  Log in as: demo / {password}",
             *(admin_line if admin else []),
-            f"  Mock provider: {config.mock_url}  (try the prompt: /overloaded:2 tell me a joke)",
+            # The README's marker spelling, so the hint and the README teach one thing.
+            f"  Mock provider: {config.mock_url}"
+            "  (try the prompt: [[mock:overloaded:2]] tell me a joke)",
             "  Press Ctrl-C to stop everything.",
             "",
         ]

@@ -34,7 +34,9 @@ class RetrySettings:
     max_attempts: int = 5
     jitter: float = 0.2  # each ladder delay moves by up to +-20 % so clients do not synchronise
     deadline_s: float = DEFAULT_DEADLINE_S  # recovery of one model call, from its first failure
-    retry_after_cap_s: float = 60.0  # a Retry-After floor never holds a turn longer than this
+    # A Retry-After floor never holds a turn longer than this (KANDEV_RETRY_AFTER_CAP_S): a turn's
+    # own, and a target's shared hold from another call, are judged against the same cap.
+    retry_after_cap_s: float = 60.0
     # Automatic recovery of a whole turn, from the turn's start; None: DEFAULT_TURN_CAP_S or the
     # deadline, whichever is longer.
     turn_cap_s: float | None = None
@@ -85,6 +87,11 @@ class RetrySettings:
             if deadline <= 0:
                 raise ValueError(f"KANDEV_RETRY_DEADLINE must be positive, got {raw!r}")
             kwargs["deadline_s"] = deadline
+        if (raw := environ.get("KANDEV_RETRY_AFTER_CAP_S")) is not None and raw.strip():
+            cap = _parse_float("KANDEV_RETRY_AFTER_CAP_S", raw)
+            if cap < 0:
+                raise ValueError(f"KANDEV_RETRY_AFTER_CAP_S must be zero or more, got {raw!r}")
+            kwargs["retry_after_cap_s"] = cap
         if (raw := environ.get("KANDEV_RETRY_TURN_CAP")) is not None:
             cap = _parse_float("KANDEV_RETRY_TURN_CAP", raw)
             deadline = kwargs.get("deadline_s", DEFAULT_DEADLINE_S)

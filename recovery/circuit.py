@@ -16,7 +16,10 @@ one:
   an overload by more than 1 + ratio). The turns a successful probe releases are exempt for a
   window: the probe proved the target healthy, and the circuit guards them if it is not.
 - **Retry-After.** A provider's Retry-After on any response holds every call to that target until
-  it passes (capped), so one session's answer informs every session waiting on the target.
+  it passes, so one session's answer informs every session waiting on the target. The hold keeps
+  the wait the provider asked for (bounded only by HOLD_LIMIT_S) and who was told: how long a
+  held turn may wait for it is the retry policy's cap, the same one that judges a turn's own
+  Retry-After (the app hands a turn back rather than wait past it).
 
 Pure values and functions with the time passed in: the app does the storage (atomically, with an
 optimistic Redis transaction) and nothing here reaches Redis, Django or a provider.
@@ -46,6 +49,8 @@ CIRCUIT_CODES = frozenset(
     }
 )
 MINUTE_S = 60.0
+# A Retry-After beyond this is not a wait anyone honours (recovery.policy.PROVIDER_WAIT_LIMIT_S).
+HOLD_LIMIT_S = 30 * 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +63,6 @@ class HealthSettings:
     probe_timeout_s: float = 30.0  # a probe not heard of by then is presumed lost: another goes
     retry_ratio: float = 0.2  # retries per minute at most this share of requests per minute
     retry_floor_per_min: int = 10  # ... but always at least this many retries per minute
-    retry_after_cap_s: float = 60.0  # a shared Retry-After never holds a target longer
 
     def __post_init__(self) -> None:
         if self.failures_to_open < 1:
@@ -73,8 +77,6 @@ class HealthSettings:
             raise ValueError("KANDEV_RETRY_BUDGET_RATIO must be between 0 and 1")
         if self.retry_floor_per_min < 0:
             raise ValueError("KANDEV_RETRY_BUDGET_FLOOR must be zero or more")
-        if not math.isfinite(self.retry_after_cap_s) or self.retry_after_cap_s < 0:
-            raise ValueError("KANDEV_RETRY_AFTER_CAP_S must be zero or more seconds")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> HealthSettings:
@@ -96,7 +98,6 @@ _ENV_OF = {
     "probe_timeout_s": "KANDEV_CIRCUIT_PROBE_TIMEOUT_S",
     "retry_ratio": "KANDEV_RETRY_BUDGET_RATIO",
     "retry_floor_per_min": "KANDEV_RETRY_BUDGET_FLOOR",
-    "retry_after_cap_s": "KANDEV_RETRY_AFTER_CAP_S",
 }
 
 
@@ -141,6 +142,8 @@ class TargetHealth:
     probe_until: float = 0.0  # while half-open: when the probe in flight is presumed lost
     last_code: str = ""
     hold_until: float = 0.0  # a Retry-After from any response of this target
+    hold_from: float = 0.0  # when it was asked for (the wait asked: hold_until - hold_from)
+    hold_by: str = ""  # who was told (the caller's id for it: a session), so others can be told
     minute: int = 0  # the budget's current minute (epoch seconds // 60)
     requests: int = 0  # calls admitted in that minute, retries included
     retries: int = 0
@@ -165,6 +168,8 @@ class TargetHealth:
                 probe_until=float(data.get("probe_until", 0)),
                 last_code=str(data.get("last_code", "")),
                 hold_until=float(data.get("hold_until", 0)),
+                hold_from=float(data.get("hold_from", 0)),
+                hold_by=str(data.get("hold_by", "")),
                 minute=int(data.get("minute", 0)),
                 requests=int(data.get("requests", 0)),
                 retries=int(data.get("retries", 0)),
@@ -183,6 +188,8 @@ class Admission:
     retry_at: float = 0.0  # when refused: the earliest time worth asking again
     probe: bool = False  # this call is the half-open probe
     code: str = ""  # the failure that made the target unhealthy (for the banner)
+    asked_s: float = 0.0  # a Retry-After refusal: the whole wait the provider asked for
+    held_by: str = ""  # ... and who was told it (Refusal.RETRY_AFTER only)
 
 
 class TransitionKind(enum.StrEnum):
@@ -211,7 +218,16 @@ def admit(
         return _admitted(health, retry=retry), ALLOWED
     code = health.last_code
     if now < health.hold_until:
-        return health, Admission(False, Refusal.RETRY_AFTER, health.hold_until, code=code)
+        asked_s = health.hold_until - health.hold_from
+        held = Admission(
+            False,
+            Refusal.RETRY_AFTER,
+            health.hold_until,
+            code=code,
+            asked_s=asked_s,
+            held_by=health.hold_by,
+        )
+        return health, held
     if health.state is CircuitState.OPEN and now < health.open_until:
         return health, Admission(False, Refusal.CIRCUIT_OPEN, health.open_until, code=code)
     if health.state is CircuitState.HALF_OPEN and now < health.probe_until:
@@ -239,15 +255,16 @@ def record_failure(
     now: float,
     code: str,
     retry_after_s: float = 0.0,
+    by: str = "",
 ) -> tuple[TargetHealth, Transition | None]:
-    """A call to the target failed with a classified transient ``code``."""
+    """A call to the target failed with a classified transient ``code`` (made by ``by``)."""
     if not settings.enabled:
         return health, None
     transition = None
     if retry_after_s > 0:
-        until = now + min(retry_after_s, settings.retry_after_cap_s)
+        until = now + min(retry_after_s, HOLD_LIMIT_S)
         if until > health.hold_until:
-            health = replace(health, hold_until=until)
+            health = replace(health, hold_until=until, hold_from=now, hold_by=by)
             transition = Transition(TransitionKind.HOLD, until, code)
     if code not in CIRCUIT_CODES:
         return health, transition
@@ -288,6 +305,7 @@ def record_success(
         reopened=0,
         probe_until=0.0,
         hold_until=0.0,
+        hold_by="",
     )
     if not was_unhealthy:
         return health, None

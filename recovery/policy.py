@@ -42,6 +42,7 @@ from recovery.wording import (
     provider_refused_retry_message,
     provider_wait_message,
     retry_message,
+    shared_hold_too_long_message,
     turn_cap_message,
     unclassified_message,
     wait_for_reset_message,
@@ -226,6 +227,14 @@ def _next_fallback(fallbacks: Sequence[str], visited: Sequence[str]) -> str | No
     return next((target for target in fallbacks if target not in visited), None)
 
 
+@dataclass(frozen=True, slots=True)
+class SharedHold:
+    """A Retry-After another call of the target was given, holding this turn's call too."""
+
+    asked_s: float  # the whole wait the provider asked for
+    ours: bool  # that call was this session's own
+
+
 def defer_decision(
     *,
     budget: Budget,
@@ -234,24 +243,39 @@ def defer_decision(
     retry_at: float,
     current_target: str,
     clock: Clock,
+    failed_before: bool = True,
+    hold: SharedHold | None = None,
 ) -> Decision:
     """The target's shared health holds a call back until ``retry_at`` (circuit, Retry-After or
     the target's retry budget). No call was made, so no attempt is spent; the turn waits, unless
     the wait would outlast the call's deadline or the turn's cap, and then it is handed back like
     any turn that ran out of time. A hold is the call's trouble as much as a failure is: the
     call's deadline starts at its first hold or failure, whichever came first (the caller
-    persists ``budget.record_failure``)."""
+    persists ``budget.record_failure``).
+
+    A shared Retry-After (``hold``) is judged as the turn that was given it was: a wait past
+    ``retry_after_cap_s`` (other than a rate limit's reset, which is waited for within the
+    deadline) hands the turn back naming it, rather than wait longer than that turn was allowed
+    to. ``failed_before`` False: the turn has made no failing call of its own, so its banner
+    counts no attempt (``Decision.attempt`` 0)."""
     now = clock.now()
     wait_s = max(retry_at - now, 0.0)
     classification = classification_of(code)
     budget = budget.record_failure(clock=clock)
+    cap_s = budget.settings.retry_after_cap_s
+    if hold is not None and code is not Code.RATE_LIMITED and wait_s > cap_s:
+        return manual_decision(
+            classification=classification,
+            budget=budget,
+            message=shared_hold_too_long_message(asked_s=hold.asked_s, cap_s=cap_s, ours=hold.ours),
+        )
     if wait_s > budget.remaining_s(clock=clock):
         return manual_decision(
             classification=classification,
             budget=budget,
             message=out_of_time_message(code, elapsed_s=budget.elapsed_s(clock=clock)),
         )
-    attempt = budget.retries + 1
+    attempt = budget.retries + 1 if failed_before else 0
     return Decision(
         action=Action.RETRY,
         classification=classification,

@@ -303,8 +303,46 @@ def shared_trouble_reason(code: str) -> str:
 
 
 def deferred_message(reason: str, *, wait_s: float, attempt: int, max_attempts: int) -> str:
-    """A turn that waits for the target's health before its next call."""
+    """A turn that waits for the target's health before its next call. ``attempt`` 0: the turn
+    has made no failing call of its own, so nothing is being retried and no attempt is counted."""
+    if attempt == 0:
+        return f"{reason}. Sending in {duration_phrase(wait_s)}."
     return f"{reason}. Retrying in {duration_phrase(wait_s)} (attempt {attempt} of {max_attempts})."
+
+
+# A turn held by the target's shared health before it made any failing call of its own: the wait
+# is someone else's news, and the banner says whose, so nobody thinks their prompt was at fault.
+def _who_was_refused(*, ours: bool) -> str:
+    return (
+        "an earlier request of this session was refused"
+        if ours
+        else ("another session's request was refused")
+    )
+
+
+def shared_hold_reason(*, asked_s: float, ours: bool) -> str:
+    """The banner's reason while a shared Retry-After holds a turn that has not failed itself."""
+    return (
+        f"Waiting: the provider asked everyone using this target to wait "
+        f"{duration_phrase(asked_s)} ({_who_was_refused(ours=ours)})"
+    )
+
+
+def shared_trouble_wait_reason(code: str) -> str:
+    """The banner's reason while the target's open circuit holds a turn that has not failed."""
+    trouble = shared_trouble_reason(code)
+    return f"Waiting: {trouble[0].lower()}{trouble[1:]} (other sessions' requests failed)"
+
+
+def shared_hold_too_long_message(*, asked_s: float, cap_s: float, ours: bool) -> str:
+    """The card of a turn handed back because a shared hold outlasts the longest automatic wait:
+    the same cap, and the same outcome, as the turn whose own Retry-After it was."""
+    return (
+        f"Not sent: the provider asked everyone using this target to wait "
+        f"{duration_phrase(asked_s)} ({_who_was_refused(ours=ours)}), longer than the longest "
+        f"wait automatic retry takes ({duration_phrase(cap_s)}), so your message was not sent "
+        "automatically. Resume when that wait is over."
+    )
 
 
 # ---- the composer and the transcript around a retry or a re-run --------------------------------

@@ -22,10 +22,15 @@ from recovery.budget import Budget
 from recovery.circuit import Admission, Refusal, Transition, TransitionKind
 from recovery.clock import Clock
 from recovery.judge import CallStats, Judgement, call_record, judge
-from recovery.policy import Action, Decision, defer_decision
+from recovery.policy import Action, Decision, SharedHold, defer_decision
 from recovery.replay import ReplayFacts
 from recovery.taxonomy import CODE_POLICY, Code, Evidence
-from recovery.wording import RETRIES_SPACED_OUT, shared_trouble_reason
+from recovery.wording import (
+    RETRIES_SPACED_OUT,
+    shared_hold_reason,
+    shared_trouble_reason,
+    shared_trouble_wait_reason,
+)
 from sessions_app import metrics
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import PromptGeneration
@@ -37,6 +42,7 @@ from sessions_app.services.lifecycle.retry_wait import notice_retire_recovered, 
 from sessions_app.services.loops import (
     attempt_number_next,
     attempt_record_write,
+    calls_failed,
     loop_call_succeeded,
     loop_claim,
     loop_create,
@@ -116,7 +122,13 @@ def failure_handle(
             if decision.action is not Action.FAILOVER:
                 # A failover calls another target: it never waits on this one's health.
                 held_add(target_name=target_name, loop_id=loop.pk)
-    _health_failed(target_name=target_name, judgement=judgement, clock=clock, rng=rng)
+    _health_failed(
+        target_name=target_name,
+        judgement=judgement,
+        by=str(generation.session_id),
+        clock=clock,
+        rng=rng,
+    )
     return judgement
 
 
@@ -138,7 +150,9 @@ def call_succeeded(
     loop_call_succeeded(generation=generation)
     transition = health_success(target_name=target_name, now=clock.now())
     if transition is not None:
-        health_transition_apply(target_name=target_name, transition=transition, rng=rng)
+        health_transition_apply(
+            target_name=target_name, transition=transition, now=clock.now(), rng=rng
+        )
 
 
 def attempt_defer(
@@ -155,13 +169,26 @@ def attempt_defer(
     """The target's shared health refused the turn's next call: no call was made, so no attempt
     is spent and nothing is recorded as a provider call. The turn waits (banner saying the
     trouble is everyone's) until ``admission.retry_at``, spread a little so the waiting turns do
-    not all ask at once, or is handed back when that is past its deadline (MANUAL)."""
+    not all ask at once, or is handed back when that is past its deadline, or a shared
+    Retry-After is past the cap its own call would have been judged by (MANUAL).
+
+    A turn that has made no failing call of its own is told whose trouble it waits for (another
+    session's Retry-After, or the circuit other sessions' failures opened), with no attempt
+    count, and its answer is not marked as recovered after retries."""
     code = _code_or_overloaded(admission.code)
-    reason = (
-        RETRIES_SPACED_OUT
-        if admission.refusal is Refusal.RETRY_BUDGET
-        else shared_trouble_reason(code)
-    )
+    failed_before = calls_failed(generation=generation) > 0
+    ours = admission.held_by == str(generation.session_id)
+    hold = None
+    if admission.refusal is Refusal.RETRY_AFTER:
+        hold = SharedHold(asked_s=admission.asked_s, ours=ours)
+    if admission.refusal is Refusal.RETRY_BUDGET:
+        reason = RETRIES_SPACED_OUT
+    elif failed_before:
+        reason = shared_trouble_reason(code)
+    elif hold is not None:
+        reason = shared_hold_reason(asked_s=hold.asked_s, ours=ours)
+    else:
+        reason = shared_trouble_wait_reason(code)
     with transaction.atomic():
         loop = loop_locked(generation=generation)
         if loop is None:
@@ -182,6 +209,8 @@ def attempt_defer(
             retry_at=admission.retry_at + rng.uniform(0.0, DEFER_SPREAD_S),
             current_target=target_name,
             clock=clock,
+            failed_before=failed_before,
+            hold=hold,
         )
         if decision.action is Action.MANUAL:
             if loop is not None:
@@ -203,17 +232,25 @@ def attempt_defer(
     return decision
 
 
-def health_transition_apply(*, target_name: str, transition: Transition, rng: random.Random) -> int:
+def health_transition_apply(
+    *, target_name: str, transition: Transition, now: float, rng: random.Random
+) -> int:
     """Tell every turn waiting on the target what its health just learnt. A hold (the circuit
     opened, a probe failed, a Retry-After arrived) moves each earlier attempt to the hold's end,
     banner included; a release (the circuit closed) brings every held attempt forward to now,
-    spread over a moment. Returns how many loops moved."""
+    spread over a moment. A hold longer than the longest automatic wait (a Retry-After past the
+    cap) brings them forward too: each attempt then meets the hold and is handed back naming it,
+    as the turn given that Retry-After was, instead of waiting past the cap. Returns how many
+    loops moved."""
     metrics.count(metrics.CIRCUIT_TRANSITIONS, kind=transition.kind, target=target_name)
     code = _code_or_overloaded(transition.code)
     if transition.kind is TransitionKind.HOLD:
         loop_ids = loops_waiting_on(target_name=target_name, before=transition.until)
         reason = shared_trouble_reason(code)
         until = transition.until
+        cap_s = settings.KANDEV_RETRY.retry_after_cap_s
+        if code is not Code.RATE_LIMITED and until - now > cap_s:
+            until = now
     else:
         loop_ids = held_take(target_name=target_name)
         reason = CODE_POLICY[code].reason
@@ -249,7 +286,7 @@ def attempt_committed(*, generation_id: int) -> None:
 
 
 def _health_failed(
-    *, target_name: str, judgement: Judgement, clock: Clock, rng: random.Random
+    *, target_name: str, judgement: Judgement, by: str, clock: Clock, rng: random.Random
 ) -> None:
     """A judged failure of the target feeds its shared health (transient failures only)."""
     classification = judgement.classification
@@ -263,9 +300,12 @@ def _health_failed(
         now=clock.now(),
         code=code,
         retry_after_s=max(retry_after_ms, 0) / 1000.0,
+        by=by,
     )
     if transition is not None:
-        health_transition_apply(target_name=target_name, transition=transition, rng=rng)
+        health_transition_apply(
+            target_name=target_name, transition=transition, now=clock.now(), rng=rng
+        )
 
 
 def _code_or_overloaded(code: str) -> Code:

@@ -51,11 +51,18 @@ def health_admit(*, target_name: str, now: float, retry: bool) -> Admission:
 
 
 def health_failure(
-    *, target_name: str, now: float, code: str, retry_after_s: float = 0.0
+    *, target_name: str, now: float, code: str, retry_after_s: float = 0.0, by: str = ""
 ) -> Transition | None:
+    """A call by ``by`` (a session's id) failed with ``code``; its Retry-After holds everyone."""
+
     def change(health: TargetHealth) -> tuple[TargetHealth, Transition | None]:
         return record_failure(
-            health, settings=settings.KANDEV_HEALTH, now=now, code=code, retry_after_s=retry_after_s
+            health,
+            settings=settings.KANDEV_HEALTH,
+            now=now,
+            code=code,
+            retry_after_s=retry_after_s,
+            by=by,
         )
 
     return _update(target_name, change, default=None, purpose="provider health (failure)")

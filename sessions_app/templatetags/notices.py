@@ -11,19 +11,23 @@ from django import template
 register = template.Library()
 
 RETRYING_NOW = "Retrying now…"
+# A turn held by the target's shared health has made no failing call: nothing is retried, the
+# message is sent when the wait is over (the banner's attempt is 0).
+SENDING = "Sending"
 
 
-def countdown_text(*, remaining_ms: int) -> str:
+def countdown_text(*, remaining_ms: int, verb: str = "Retrying") -> str:
     """ "Retrying in 0:09" while time is left (whole seconds rounded up, so 0:00 never shows)."""
     if remaining_ms <= 0:
-        return RETRYING_NOW
+        return f"{verb} now…"
     seconds = math.ceil(remaining_ms / 1000)
-    return f"Retrying in {seconds // 60}:{seconds % 60:02d}"
+    return f"{verb} in {seconds // 60}:{seconds % 60:02d}"
 
 
 @register.filter
 def notice_countdown(notice: dict[str, Any], now_ms: int) -> str:
-    return countdown_text(remaining_ms=int(notice["retry_at_ms"]) - int(now_ms))
+    verb = "Retrying" if notice.get("attempt") else SENDING
+    return countdown_text(remaining_ms=int(notice["retry_at_ms"]) - int(now_ms), verb=verb)
 
 
 @register.filter

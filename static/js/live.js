@@ -417,11 +417,13 @@
   document.addEventListener("DOMContentLoaded", scrollToBottom);
 
   var offsets = new WeakMap(); // countdown element -> server clock minus this clock, in ms
-  function countdownText(remainingMs) {
-    if (remainingMs <= 0) return "Retrying now\u2026";
+  // verb: "Sending" for a turn held by the target's shared health (data-countdown-verb).
+  function countdownText(remainingMs, verb) {
+    verb = verb || "Retrying";
+    if (remainingMs <= 0) return verb + " now\u2026";
     var seconds = Math.ceil(remainingMs / 1000);
     var rest = seconds % 60;
-    return "Retrying in " + Math.floor(seconds / 60) + ":" + (rest < 10 ? "0" : "") + rest;
+    return verb + " in " + Math.floor(seconds / 60) + ":" + (rest < 10 ? "0" : "") + rest;
   }
   var tickTimer = null;
   // The countdowns on the page: found once on load, then in what each frame inserts (afterFrame),
@@ -440,7 +442,7 @@
       if (!el.isConnected) { countdowns.delete(el); return; }
       if (!offsets.has(el)) offsets.set(el, parseInt(el.getAttribute("data-server-now-ms"), 10) - now || 0);
       var remaining = parseInt(el.getAttribute("data-retry-at-ms"), 10) - (now + offsets.get(el));
-      var text = countdownText(remaining);
+      var text = countdownText(remaining, el.getAttribute("data-countdown-verb"));
       if (el.textContent !== text) el.textContent = text;
       if (remaining > 0) {
         var change = ((remaining - 1) % 1000) + 1;

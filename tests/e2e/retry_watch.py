@@ -34,7 +34,9 @@ WATCH_PAGE_JS = """() => {
     note(seen.countdowns, countdown ? countdown.textContent : null);
     const parts = ['.notice-reason', '.notice-countdown', '.notice-attempt', '.notice-meta']
       .map((part) => document.querySelector(`#notice ${part}`));
-    if (parts[0]) note(seen.banners, parts.map((el) => el.textContent.trim()).join(' '));
+    // A held turn's banner has no attempt label: the parts it has, in order.
+    const texts = parts.filter((el) => el).map((el) => el.textContent.trim());
+    if (parts[0]) note(seen.banners, texts.join(' '));
     const watched = document.querySelectorAll(
       '#session-state, #notice, #notice *, #composer-actions .btn, #recovery, #recovery *');
     for (const el of watched) {

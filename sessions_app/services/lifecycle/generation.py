@@ -32,7 +32,7 @@ from django.utils import timezone
 from recovery import wording
 from sessions_app import event_types as event_names
 from sessions_app.enqueue import generation_enqueue
-from sessions_app.ladder.models import RetryLoop
+from sessions_app.ladder.models import AttemptRecord, RetryLoop
 from sessions_app.models import Message, PromptGeneration, Session
 from sessions_app.selectors import queue_ahead, queue_dict
 from sessions_app.services.event_log import event_append
@@ -154,9 +154,15 @@ def _loop_end(move: Move) -> None:
 
 
 def _answer_mark_recovered(move: Move) -> None:
-    """An answer that arrived after automatic retries says so, quietly, under its text."""
+    """An answer that arrived after automatic retries says so, quietly, under its text. The
+    retries are the turn's failed calls: a turn that only waited for the target's shared health
+    (another session's trouble) made no call that failed, and recovered from nothing."""
     loop = RetryLoop.objects.filter(generation=move.generation).first()
-    if loop is None or loop.attempt < 1:
+    if loop is None:
+        return
+    failed_calls = AttemptRecord.objects.filter(generation=move.generation)
+    failed = failed_calls.exclude(decision="success").count()
+    if failed < 1:
         return
     answer = (
         Message.objects.filter(generation=move.generation, role=Message.Role.ASSISTANT)
@@ -165,7 +171,7 @@ def _answer_mark_recovered(move: Move) -> None:
         .first()
     )
     if answer is not None:
-        recovered = {"retries": loop.attempt, "code": loop.last_code}
+        recovered = {"retries": failed, "code": loop.last_code}
         message_update(message=answer, metadata={**answer.metadata, "recovered": recovered})
 
 

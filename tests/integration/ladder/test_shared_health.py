@@ -18,7 +18,11 @@ import pytest
 from recovery.budget import Budget
 from recovery.circuit import CircuitState, HealthSettings, Refusal
 from recovery.mock.testing import SplitClock
-from recovery.wording import RETRIES_SPACED_OUT, shared_trouble_reason
+from recovery.wording import (
+    RETRIES_SPACED_OUT,
+    shared_trouble_reason,
+    shared_trouble_wait_reason,
+)
 from sessions_app.agent import direct
 from sessions_app.agent.runner import generation_retry, generation_run
 from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
@@ -32,6 +36,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 State = PromptGeneration.State
 OVERLOADED_FOR_EVERYONE = shared_trouble_reason("provider_overloaded")
+# ... and for a turn that has not failed itself: whose trouble it waits for.
+WAITING_ON_EVERYONES_OVERLOAD = shared_trouble_wait_reason("provider_overloaded")
 
 
 @pytest.fixture
@@ -91,7 +97,8 @@ def test_once_the_circuit_opens_a_new_prompt_waits_without_calling_the_provider(
     assert mock_provider.count() == 3  # it never reached the provider
     assert fourth.state == State.WAITING_RETRY
     notice = notice_of(sessions[3])
-    assert notice["reason"] == OVERLOADED_FOR_EVERYONE
+    assert notice["reason"] == WAITING_ON_EVERYONES_OVERLOAD
+    assert notice["attempt"] == 0  # it has not failed: nothing is retried, no attempt counted
     assert opened_at + 10 <= notice["retry_at_ms"] / 1000 <= opened_at + 11
     assert not AttemptRecord.objects.filter(generation=fourth).exists()  # no call, no record
     # The turns that failed first were waiting 5 s: the circuit moved them to its end too.
@@ -280,7 +287,7 @@ def test_a_call_after_tools_waits_on_the_circuit_and_the_tool_never_runs_twice(
 
     assert mock_provider.count() == 1  # the call asking for the tool; its follow-up was held
     assert generation.state == State.WAITING_RETRY
-    assert notice_of(chat)["reason"] == OVERLOADED_FOR_EVERYONE
+    assert notice_of(chat)["reason"] == WAITING_ON_EVERYONES_OVERLOAD
     assert list(Note.objects.filter(session=chat).values_list("text", flat=True)) == ["buy milk"]
 
     opened = health_read(target_name="Mock")
@@ -294,3 +301,56 @@ def test_a_call_after_tools_waits_on_the_circuit_and_the_tool_never_runs_twice(
     assert list(Note.objects.filter(session=chat).values_list("text", flat=True)) == ["buy milk"]
     assert Message.objects.filter(session=chat, role=Message.Role.TOOL_RESULT).count() == 1
     assert not RetryNotice.objects.live().exists()
+
+
+def test_another_sessions_retry_after_past_the_cap_hands_a_new_prompt_back_as_it_did_the_first(
+    sessions, owner, clock, mock_provider, health, retry_settings
+):
+    """X is handed back because the provider asked for 90 s, past the 60 s cap. Y made no call:
+    it must not wait those 90 s (nor a silent 60 s, to be refused again), and nothing says Y
+    failed or retried: Y is handed back at once with the same cap, naming the shared wait."""
+    retry_settings(jitter=0)
+    first = run_prompt(sessions[0], owner, "[[mock:overloaded:1:90]] hello", clock)
+    assert first.state == State.FAILED
+    assert "asked to wait 1 min 30 s" in first.error_message
+    calls = mock_provider.count()
+
+    held = run_prompt(sessions[1], owner, "tell me a joke", clock)
+
+    assert mock_provider.count() == calls  # Y never reached the provider
+    assert held.state == State.FAILED
+    assert held.error_message.startswith(
+        "Not sent: the provider asked everyone using this target to wait 1 min 30 s "
+        "(another session's request was refused), longer than the longest wait automatic retry "
+        "takes (1 min)"
+    )
+    assert "attempt" not in held.error_message
+    assert notice_of(sessions[1]) is None
+
+
+def test_another_sessions_retry_after_within_the_cap_holds_a_new_prompt_without_blame(
+    sessions, owner, clock, mock_provider, health, retry_settings
+):
+    retry_settings(jitter=0)
+    first = run_prompt(sessions[0], owner, "[[mock:overloaded:1:30]] hello", clock)
+    assert first.state == State.WAITING_RETRY
+    calls = mock_provider.count()
+
+    held = run_prompt(sessions[1], owner, "tell me a joke", clock)
+
+    assert mock_provider.count() == calls
+    assert held.state == State.WAITING_RETRY
+    notice = notice_of(sessions[1])
+    assert notice["reason"] == (
+        "Waiting: the provider asked everyone using this target to wait 30 s "
+        "(another session's request was refused)"
+    )
+    assert notice["attempt"] == 0  # no attempt count: Y made no failing call
+    assert 29 <= notice["retry_at_ms"] / 1000 - clock.now() <= 31
+
+    loop = run_due(RetryLoop.objects.get(generation=held), clock)
+    held.refresh_from_db()
+    assert held.state == State.SUCCEEDED
+    answer = Message.objects.filter(generation=held, role=Message.Role.ASSISTANT).latest("id")
+    assert "recovered" not in answer.metadata  # no "Recovered after 1 retry"
+    assert loop.state == RetryLoop.State.SUCCEEDED

@@ -183,3 +183,10 @@ def test_a_budget_persisted_before_per_call_deadlines_still_loads():
 
     loaded = Budget.from_dict(data)
     assert (loaded.call_failed_at, loaded.settings.turn_cap) == (clock.now(), 600)
+
+
+def test_the_retry_after_cap_is_read_from_the_environment():
+    # One cap for a turn's own Retry-After and a target's shared hold (recovery.circuit).
+    assert RetrySettings.from_env({"KANDEV_RETRY_AFTER_CAP_S": "30"}).retry_after_cap_s == 30
+    with pytest.raises(ValueError, match="KANDEV_RETRY_AFTER_CAP_S"):
+        RetrySettings.from_env({"KANDEV_RETRY_AFTER_CAP_S": "-1"})

@@ -6,6 +6,7 @@ import pytest
 
 from recovery.budget import Budget, RetrySettings
 from recovery.circuit import (
+    HOLD_LIMIT_S,
     CircuitState,
     HealthSettings,
     Refusal,
@@ -16,7 +17,7 @@ from recovery.circuit import (
     record_success,
 )
 from recovery.clock import FakeClock
-from recovery.policy import Action, defer_decision
+from recovery.policy import Action, SharedHold, defer_decision
 from recovery.taxonomy import Code
 
 SETTINGS = HealthSettings(failures_to_open=3, window_s=30, open_s=10, open_max_s=40)
@@ -127,10 +128,30 @@ def test_retry_after_from_one_response_holds_every_call_of_the_target():
     assert after.allowed
 
 
-def test_a_shared_retry_after_is_capped():
-    capped = HealthSettings(retry_after_cap_s=30)
-    _, transition = fail(TargetHealth(), T0, retry_after_s=3600, settings=capped)
-    assert transition.until == T0 + 30
+def test_a_shared_retry_after_keeps_the_wait_asked_and_who_was_told():
+    # Not shortened to a cap: a held turn is judged against the retry policy's cap (and handed
+    # back past it) as the turn given the Retry-After was, not sent early to be refused again.
+    health, transition = record_failure(
+        TargetHealth(),
+        settings=SETTINGS,
+        now=T0,
+        code="provider_overloaded",
+        retry_after_s=3600,
+        by="42",
+    )
+    assert transition.until == T0 + 3600
+    _, held = admit(health, settings=SETTINGS, now=T0 + 600, retry=False)
+    assert (held.refusal, held.retry_at, held.asked_s, held.held_by) == (
+        Refusal.RETRY_AFTER,
+        T0 + 3600,
+        3600,
+        "42",
+    )
+
+
+def test_an_absurd_shared_retry_after_is_bounded():
+    _, transition = fail(TargetHealth(), T0, retry_after_s=1e12)
+    assert transition.until == T0 + HOLD_LIMIT_S
 
 
 def test_retries_are_held_to_their_share_of_the_minutes_requests():
@@ -273,3 +294,38 @@ def test_a_calls_first_hold_starts_its_deadline():
     )  # fmt: skip
 
     assert decision.action is Action.RETRY  # 20 s of the call's 60 s, not 70 s of the turn's
+
+
+def test_a_turn_that_has_not_failed_waits_for_a_shared_hold_without_an_attempt_count():
+    clock = FakeClock(T0)
+    budget = Budget.start(settings=RetrySettings(), clock=clock, target="Mock")
+    decision = defer_decision(
+        budget=budget, code=Code.PROVIDER_OVERLOADED, reason="Waiting: asked by someone else",
+        retry_at=T0 + 30, current_target="Mock", clock=clock, failed_before=False,
+        hold=SharedHold(asked_s=30, ours=False),
+    )  # fmt: skip
+    assert (decision.action, decision.attempt) == (Action.RETRY, 0)
+    assert decision.message == "Waiting: asked by someone else. Sending in 30 s."
+
+
+@pytest.mark.parametrize(
+    ("code", "action"),
+    [(Code.PROVIDER_OVERLOADED, Action.MANUAL), (Code.RATE_LIMITED, Action.RETRY)],
+)
+def test_a_shared_hold_past_the_cap_is_judged_as_the_turn_that_was_given_it(code, action):
+    # The policy hands a 529's 90 s Retry-After back (past the 60 s cap) and waits for a rate
+    # limit's reset within the deadline: a turn held by that Retry-After gets the same answer.
+    clock = FakeClock(T0)
+    budget = Budget.start(settings=RetrySettings(retry_after_cap_s=60), clock=clock, target="M")
+    decision = defer_decision(
+        budget=budget, code=code, reason="Waiting", retry_at=T0 + 90, current_target="M",
+        clock=clock, failed_before=False, hold=SharedHold(asked_s=90, ours=False),
+    )  # fmt: skip
+    assert decision.action is action
+    if action is Action.MANUAL:
+        assert decision.message == (
+            "Not sent: the provider asked everyone using this target to wait 1 min 30 s "
+            "(another session's request was refused), longer than the longest wait automatic "
+            "retry takes (1 min), so your message was not sent automatically. Resume when that "
+            "wait is over."
+        )
