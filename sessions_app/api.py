@@ -214,8 +214,9 @@ def tasks_create(request: TokenRequest, payload: TaskIn) -> Status:
     response={200: TaskOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
 )
 def tasks_update(request: TokenRequest, task_id: int, payload: TaskPatchIn) -> Status | dict:
-    """Rename, archive or unarchive, mark done or reopen one of the caller's tasks; a foreign id is a plain 404, and
-    archiving while one of its prompts is queued, running or waiting answers 409."""
+    """Rename, archive or unarchive, mark done or reopen one of the caller's tasks; a foreign id
+    is a plain 404, and archiving while one of its prompts is queued, running or waiting
+    answers 409."""
     task = selectors.task_for_user(user=request.auth, task_id=task_id)
     if task is None:
         return Status(404, NOT_FOUND)

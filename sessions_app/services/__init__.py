@@ -49,11 +49,11 @@ from sessions_app.services.targets import (
 from sessions_app.services.task_sessions import (
     session_create,
     task_archive,
+    task_create,
     task_mark_done,
+    task_rename,
     task_reopen,
     task_status_set,
-    task_create,
-    task_rename,
     task_unarchive,
 )
 
@@ -93,10 +93,10 @@ __all__ = [
     "target_fields_check",
     "target_update",
     "task_archive",
+    "task_create",
     "task_mark_done",
+    "task_rename",
     "task_reopen",
     "task_status_set",
-    "task_create",
-    "task_rename",
     "task_unarchive",
 ]
