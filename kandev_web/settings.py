@@ -64,6 +64,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    # Listed for its templates and static files: /api/docs then loads Swagger UI from our own
+    # static files (collected with the rest) instead of a CDN, so the docs work offline.
+    "ninja",
     "sessions_app",
     "sessions_app.ladder",
     "sessions_app.workspaces",

@@ -214,8 +214,9 @@ def tasks_create(request: TokenRequest, payload: TaskIn) -> Status:
     response={200: TaskOut, **AUTH, **FIELDS, **JSON_BODY, **MISSING, **CONFLICT},
 )
 def tasks_update(request: TokenRequest, task_id: int, payload: TaskPatchIn) -> Status | dict:
-    """Rename, archive or unarchive one of the caller's tasks; a foreign id is a plain 404, and
-    archiving while one of its prompts is queued, running or waiting answers 409."""
+    """Rename, archive or unarchive, mark done or reopen one of the caller's tasks; a foreign id
+    is a plain 404, and archiving while one of its prompts is queued, running or waiting
+    answers 409."""
     task = selectors.task_for_user(user=request.auth, task_id=task_id)
     if task is None:
         return Status(404, NOT_FOUND)
@@ -225,6 +226,8 @@ def tasks_update(request: TokenRequest, task_id: int, payload: TaskPatchIn) -> S
         task_sessions.task_archive(task=task)
     elif payload.archived is False:
         task_sessions.task_unarchive(task=task)
+    if payload.status is not None:
+        task_sessions.task_status_set(task=task, status=payload.status)
     # The services above keep ``task`` in step with its row.
     return _task_out(task, project=task_projects(task_ids=[task.pk]).get(task.pk))
 

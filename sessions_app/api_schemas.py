@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from ninja import Schema
-from pydantic import BeforeValidator, Field, StrictBool, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 from pydantic_core import PydanticCustomError
 
 from sessions_app import text_rules
@@ -53,7 +53,10 @@ PromptText = Annotated[
 class BodyIn(Schema):
     """A request body: a JSON object, nothing else. It replaces ninja's root validator, which
     reads fields off any value as attributes (meant for ORM objects): a body of "AAA" made a task
-    titled "Aaa", from str.title."""
+    titled "Aaa", from str.title. A field the schema does not name is refused (422 naming it)
+    rather than ignored: a client that sends one expects it to do something."""
+
+    model_config = ConfigDict(extra="forbid")
 
     @model_validator(mode="wrap")
     @classmethod
@@ -93,11 +96,19 @@ class TaskOut(Schema):
 
 
 class TaskPatchIn(BodyIn):
-    """Rename (``title``) and/or archive or bring back (``archived``); absent fields stay."""
+    """Rename (``title``), archive or bring back (``archived``), mark done or reopen
+    (``status``); absent fields stay."""
 
     title: Name | None = Field(default=None, min_length=1, max_length=200)
     # Strict: pydantic would take 0 and 1 (or "yes") for a boolean the schema says is one.
     archived: StrictBool | None = None
+    # Only Done is the person's to set; "open" takes a task out of Done, back to what its
+    # sessions say (the other statuses are projected from them).
+    status: Literal["done", "open"] | None = Field(
+        default=None,
+        description='"done" marks the task done; "open" reopens it (its status then follows its'
+        " sessions again).",
+    )
 
 
 class SessionIn(BodyIn):

@@ -15,6 +15,7 @@ urlpatterns = [
     path("tasks/<int:task_id>/rename/", views.task_rename_view, name="task_rename"),
     path("tasks/<int:task_id>/review/", views.task_review_view, name="task_review"),
     path("tasks/<int:task_id>/patch/", views.task_patch_view, name="task_patch"),
+    path("tasks/<int:task_id>/status/", views.task_status_view, name="task_status"),
     path("tasks/<int:task_id>/archive/", views.task_archive_view, name="task_archive"),
     path("tasks/<int:task_id>/unarchive/", views.task_unarchive_view, name="task_unarchive"),
     path("sessions/<int:session_id>/", session_views.session_detail, name="session_detail"),

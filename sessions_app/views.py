@@ -37,7 +37,12 @@ from sessions_app.selectors import (
     tasks_for_user,
 )
 from sessions_app.services import session_create
-from sessions_app.services.task_sessions import task_archive, task_rename, task_unarchive
+from sessions_app.services.task_sessions import (
+    task_archive,
+    task_rename,
+    task_status_set,
+    task_unarchive,
+)
 from sessions_app.workspaces.review import worktree_patch, worktree_review
 from sessions_app.workspaces.selectors import projects_usable
 
@@ -224,6 +229,21 @@ def task_archive_view(request: SignedInRequest, task_id: int) -> HttpResponse:
 def task_unarchive_view(request: SignedInRequest, task_id: int) -> HttpResponse:
     task = _task_or_404(request, task_id)
     task_unarchive(task=task)
+    return redirect("task_detail", task_id=task.pk)
+
+
+@require_POST
+@login_required
+def task_status_view(request: SignedInRequest, task_id: int) -> HttpResponse:
+    """Mark done or reopen, from the task page or the board's "Move to" (and a drag, which
+    submits that same form); back to the page it came from."""
+    task = _task_or_404(request, task_id)
+    try:
+        task_status_set(task=task, status=request.POST.get("status", ""))
+    except InvalidInput as error:
+        return _task_page(request, task, archive_error=f"The status {error.message}.", status=422)
+    if request.POST.get("back") == "board":
+        return redirect("board")
     return redirect("task_detail", task_id=task.pk)
 
 

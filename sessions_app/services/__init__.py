@@ -50,7 +50,10 @@ from sessions_app.services.task_sessions import (
     session_create,
     task_archive,
     task_create,
+    task_mark_done,
     task_rename,
+    task_reopen,
+    task_status_set,
     task_unarchive,
 )
 
@@ -91,6 +94,9 @@ __all__ = [
     "target_update",
     "task_archive",
     "task_create",
+    "task_mark_done",
     "task_rename",
+    "task_reopen",
+    "task_status_set",
     "task_unarchive",
 ]

@@ -14,6 +14,7 @@ from sessions_app.errors import InvalidInput, StateConflict, UnknownReference
 from sessions_app.models import PromptGeneration, ProviderTarget, Session, Task
 from sessions_app.push import board_push
 from sessions_app.services.caps import session_rate_take
+from sessions_app.services.lifecycle.session_state import task_status_of
 from sessions_app.services.targets import name_check
 from sessions_app.workspaces import wording
 from sessions_app.workspaces.services import (
@@ -82,6 +83,40 @@ def task_unarchive(*, task: Task) -> Task:
         worktree_reopen(task_id=task.pk)
         _board_changed(owner_id=task.owner_id)
     return task
+
+
+def task_mark_done(*, task: Task) -> Task:
+    """Move the task to Done, the person's word that it is finished: the lifecycle's projection
+    of its sessions leaves a done task alone, so it stays there until reopened. Done twice is a
+    no-op."""
+    with transaction.atomic():
+        Task.objects.filter(pk=task.pk).update(status=Task.Status.DONE, updated_at=timezone.now())
+        task.status = Task.Status.DONE
+        _board_changed(owner_id=task.owner_id)
+    return task
+
+
+def task_reopen(*, task: Task) -> Task:
+    """Take the task out of Done: it shows what its sessions say again (working while one works,
+    needing attention while one does, else open)."""
+    with transaction.atomic():
+        locked = Task.objects.select_for_update().get(pk=task.pk)
+        states = set(Session.objects.filter(task_id=task.pk).values_list("state", flat=True))
+        locked.status = task_status_of(states)
+        Task.objects.filter(pk=task.pk).update(status=locked.status, updated_at=timezone.now())
+        task.status = locked.status
+        _board_changed(owner_id=task.owner_id)
+    return task
+
+
+def task_status_set(*, task: Task, status: str) -> Task:
+    """What the board's "Move to" and a drag between columns ask for: ``done``, or ``open`` to
+    reopen. The other columns are projected from the sessions, never set: InvalidInput."""
+    if status == Task.Status.DONE:
+        return task_mark_done(task=task)
+    if status == Task.Status.OPEN:
+        return task_reopen(task=task)
+    raise InvalidInput("status", "must be done or open (the other columns follow its sessions)")
 
 
 def session_create(

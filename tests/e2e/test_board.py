@@ -210,3 +210,103 @@ def test_the_admins_notice_and_attempt_lists_fit_1280_px(stack, browser):
     page.goto("/admin/ladder/attemptrecord/")
     assert ">9.3 s<" in page.content()
     context.close()
+
+
+def _only_loopback(page) -> list[str]:
+    """Abort every request that would leave the machine, and list them: the page must work
+    offline."""
+    blocked: list[str] = []
+
+    def route(route_) -> None:
+        host = re.match(r"^[a-z]+://([^/:]+)", route_.request.url)
+        if host and not host.group(1).startswith("127."):
+            blocked.append(route_.request.url)
+            route_.abort()
+        else:
+            route_.continue_()
+
+    page.route("**/*", route)
+    return blocked
+
+
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
+def test_the_api_docs_render_offline_from_our_own_static_files(stack, request, screen):
+    page = request.getfixturevalue(screen)
+    blocked = _only_loopback(page)
+    page.goto("/api/docs")
+    page.wait_for_selector(".swagger-ui .info .title:has-text('Kandev Web API')", timeout=30_000)
+    page.wait_for_selector(".swagger-ui .opblock-summary-path:has-text('/api/v1/tasks')")
+    assert blocked == []
+
+
+def _column_of(page, title: str) -> str:
+    return card(page, title).locator("xpath=ancestor::section[1]").get_attribute("id") or ""
+
+
+def _wait_in_column(page, title: str, column: str) -> None:
+    page.wait_for_function(
+        """([title, column]) => [...document.querySelectorAll(`#column-${column} article.task`)]
+             .some(c => c.querySelector('.task-title').textContent.includes(title))""",
+        arg=[title, column],
+        timeout=30_000,
+    )
+
+
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
+def test_a_task_is_marked_done_on_its_page_and_reopened(stack, request, screen):
+    page = request.getfixturevalue(screen)
+    title = f"Finish me {screen}"
+    stack.new_session(title)
+    open_board(page)
+    card(page, title).locator(".task-title a").click()
+    page.click("button:has-text('Mark done')")
+    page.wait_for_selector("h1 .badge--done:has-text('Done')")
+    page.click("a:has-text('Board')")
+    _wait_in_column(page, title, "done")
+    card(page, title).locator(".task-title a").click()
+    page.click("button:has-text('Reopen')")
+    page.wait_for_selector("h1 .badge--open:has-text('Open')")
+
+
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
+def test_a_card_moves_to_done_and_back_with_the_keyboard(stack, request, screen):
+    page = request.getfixturevalue(screen)
+    title = f"Keyboard move {screen}"
+    stack.new_session(title)
+    open_board(page)
+    menu = card(page, title).locator(".move-menu")
+    menu.locator("summary").focus()
+    page.keyboard.press("Enter")
+    menu.locator("button:has-text('Done')").focus()
+    page.keyboard.press("Enter")
+    _wait_in_column(page, title, "done")
+    if screen == "phone":
+        assert_fits_a_phone(page)
+    menu = card(page, title).locator(".move-menu")
+    menu.locator("summary").focus()
+    page.keyboard.press("Enter")
+    menu.locator("button:has-text('Open')").focus()
+    page.keyboard.press("Enter")
+    _wait_in_column(page, title, "open")
+
+
+@pytest.mark.xfail(
+    reason="the drop does not reach the card's form under Playwright yet", strict=False
+)
+def test_a_card_is_dragged_to_done_and_back_with_the_pointer(stack, desktop):
+    title = "Dragged card"
+    stack.new_session(title)
+    open_board(desktop)
+
+    def drag(to: str) -> None:
+        # Playwright's drag_to is a real pointer drag: press, move in steps, release.
+        card(desktop, title).locator(".session-list").drag_to(
+            desktop.locator(f"#column-{to} .board-column-title")
+        )
+
+    drag("done")
+    _wait_in_column(desktop, title, "done")
+    drag("open")
+    _wait_in_column(desktop, title, "open")
+    open_board(desktop)  # the move is the server's, not only the page's
+    assert _column_of(desktop, title) == "column-open"

@@ -196,3 +196,40 @@ def test_a_bad_task_patch_is_a_422_and_changes_nothing(owner_api, session, body)
     assert response.status_code == 422
     task = Task.objects.get(pk=session.task_id)
     assert (task.title, task.archived_at) == (session.task.title, None)
+
+
+def test_a_task_is_marked_done_and_reopened_over_the_api(owner_api, session):
+    path = f"/api/v1/tasks/{session.task_id}"
+
+    done = owner_api.patch(path, {"status": "done"}, content_type="application/json")
+
+    assert done.status_code == 200 and done.json()["status"] == "done"
+    assert Task.objects.get(pk=session.task_id).status == Task.Status.DONE
+    # Reopened, it shows what its sessions say again (an idle one: open).
+    reopened = owner_api.patch(path, {"status": "open"}, content_type="application/json")
+    assert reopened.status_code == 200 and reopened.json()["status"] == "open"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"status": "in_progress"}, "status"),  # projected from its sessions, not set
+        ({"status": "finished"}, "status"),
+        ({"title": "Kept", "colour": "red"}, "colour"),  # a field the API would ignore
+        ({"done": True}, "done"),
+    ],
+)
+def test_a_task_patch_naming_a_field_it_cannot_apply_is_refused(owner_api, session, body, field):
+    response = owner_api.patch(
+        f"/api/v1/tasks/{session.task_id}", body, content_type="application/json"
+    )
+    assert response.status_code == 422
+    assert field in field_errors(response.json())
+    task = Task.objects.get(pk=session.task_id)
+    assert (task.title, task.status) == (session.task.title, Task.Status.OPEN)
+
+
+def test_any_body_with_an_unknown_field_is_refused_naming_it(owner_api, target):
+    status, response = post(owner_api, "/api/v1/tasks", {"title": "Ship it", "priority": 1})
+    assert status == 422 and field_errors(response) == {"priority"}
+    assert not Task.objects.filter(title="Ship it").exists()
