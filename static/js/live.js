@@ -269,7 +269,7 @@
     }
     if (evt.key === "Escape" && box) {
       var stop = document.querySelector("#composer-actions .btn--stop");
-      if (stop && !evt.defaultPrevented) { evt.preventDefault(); stop.click(); }
+      if (stop && !evt.defaultPrevented) { evt.preventDefault(); stopTurn(stop); }
       return;
     }
     if (evt.target !== box || evt.key !== "Enter" || evt.isComposing || evt.keyCode === 229) return;
@@ -277,8 +277,17 @@
     // On touch screens (no hardware keyboard to speak of) Enter is a new line; Send sends.
     if (!(evt.ctrlKey || evt.metaKey) && touchOnly.matches) return;
     evt.preventDefault();
-    box.form.requestSubmit();
+    var sendButton = document.querySelector("#composer-actions .btn--send");
+    if (sendButton) sendButton.click(); else box.form.requestSubmit();
   });
+  // Esc posts the stop itself rather than clicking Stop: htmx remembers a clicked submit button
+  // on its form until focus leaves it, and a click without focus (Stop is then swapped away)
+  // left the form remembering Stop, so the next Enter posted the stop URL instead of the
+  // prompt. Enter likewise sends through Send, so the form's submitter is always the right one.
+  function stopTurn(stop) {
+    htmx.ajax("POST", stop.getAttribute("hx-post"), { source: stop, swap: "none" });
+    setTimeout(focusComposer, 0);
+  }
 
   // Regenerate and Edit belong to the latest prompt and its answer only: marked whenever a frame
   // moved transcript rows (they arrive and get replaced live), so the buttons show on the right
@@ -331,7 +340,15 @@
     area.setSelectionRange(area.value.length, area.value.length);
   });
 
-  // Copy buttons: a message's text as shown, or one code block's source.
+  // Copy buttons: a message as it was written (an answer's markdown, kept in its
+  // <template class="msg-source">, not the rendered text with its buttons' labels), or one code
+  // block's source.
+  function sourceText(el) { return el ? el.innerText.replace(/\n$/, "") : null; }
+  function messageSource(row) {
+    var source = row && row.querySelector("template.msg-source");
+    if (source) return source.content.textContent;
+    return sourceText(row && row.querySelector(".text"));
+  }
   function copyText(text) {
     if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
     var area = document.createElement("textarea");
@@ -343,11 +360,11 @@
   document.addEventListener("click", function (evt) {
     var button = evt.target.closest && evt.target.closest("button[data-copy]");
     if (!button) return;
-    var source = button.getAttribute("data-copy") === "code"
-      ? button.closest(".code-block").querySelector("pre")
-      : button.closest(".msg").querySelector(".text");
-    if (!source) return;
-    copyText(source.innerText.replace(/\n$/, "")).then(function () {
+    var text = button.getAttribute("data-copy") === "code"
+      ? sourceText(button.closest(".code-block").querySelector("pre"))
+      : messageSource(button.closest(".msg"));
+    if (text === null) return;
+    copyText(text).then(function () {
       button.setAttribute("data-copied", "");
       button.textContent = "Copied";
       setTimeout(function () { button.removeAttribute("data-copied"); button.textContent = "Copy"; }, 1500);

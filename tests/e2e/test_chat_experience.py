@@ -311,3 +311,43 @@ def test_a_reader_who_scrolled_up_stays_where_they_are_while_new_text_arrives(
 
     assert desktop.evaluate("document.getElementById('live').scrollTop") == before
     assert desktop.evaluate(LIVE_DISTANCE_FROM_BOTTOM) > 1000
+
+
+def test_the_first_enter_after_an_esc_stop_sends_the_prompt(stack, desktop):
+    session_id = stack.new_session("Enter after Esc")
+    open_session(desktop, session_id)
+    posts: list[str] = []
+    desktop.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    send(desktop, "[[mock:slow-stream:300]] hello")
+    wait_for_streaming_text(desktop)
+    desktop.press("#composer-text", "Escape")
+    desktop.wait_for_selector("#composer-actions .btn--send", timeout=15_000)
+    wait_for_answer(desktop)
+    box = desktop.locator("#composer-text")
+    box.type("the prompt after the stop")
+    box.press("Enter")
+    desktop.wait_for_selector(
+        "#transcript .msg--user .text:has-text('the prompt after the stop')", timeout=15_000
+    )
+    assert box.input_value() == ""
+    assert sum(url.endswith("/stop/") for url in posts) == 1, posts
+
+
+def test_copy_on_an_answer_copies_its_markdown_without_button_labels(stack, desktop):
+    desktop.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    session_id = stack.new_session("Copy markdown")
+    open_session(desktop, session_id)
+    send(
+        desktop,
+        "**two** words\n\n- first\n- second\n\n```python\ndef add(a, b):\n    return a\n```",
+    )
+    wait_for_answer(desktop)
+    desktop.locator(f"{ANSWER} .msg-head .copy").last.click()
+    copied = desktop.evaluate("() => navigator.clipboard.readText()")
+    assert "**two**" in copied and "- first\n- second" in copied, copied
+    assert "```python\ndef add(a, b):\n    return a\n" in copied, copied
+    assert "\nCopy\n" not in copied
+    # The person's own message copies as typed.
+    desktop.locator("#transcript .msg--user .msg-head .copy").last.click()
+    typed = desktop.evaluate("() => navigator.clipboard.readText()")
+    assert typed.startswith("**two** words\n\n- first")
