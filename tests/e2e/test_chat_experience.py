@@ -351,3 +351,31 @@ def test_copy_on_an_answer_copies_its_markdown_without_button_labels(stack, desk
     desktop.locator("#transcript .msg--user .msg-head .copy").last.click()
     typed = desktop.evaluate("() => navigator.clipboard.readText()")
     assert typed.startswith("**two** words\n\n- first")
+
+
+# The longest badge the server renders today (a queued session waiting on its task's workspace);
+# the websocket swaps this markup in whenever a session queues, so the header must survive it.
+LONG_BADGE = (
+    '<span id="session-state" class="badge badge--queued">Queued · '
+    '<span class="queue-place" data-ahead="1">'
+    "1 ahead, waiting for the other session of this task to finish</span></span>"
+)
+
+
+@pytest.mark.parametrize("screen", ["desktop", "phone"])
+def test_the_header_keeps_the_title_readable_next_to_a_long_status_badge(stack, screen, request):
+    page = request.getfixturevalue(screen)
+    session_id = stack.new_session("Refactor the billing module")
+    open_session(page, session_id)
+    page.evaluate(
+        "(html) => { document.getElementById('session-state').outerHTML = html; }", LONG_BADGE
+    )
+    heading = page.locator(".session-heading").bounding_box()
+    badge = page.locator("#session-state").bounding_box()
+    assert heading is not None and badge is not None
+    assert heading["width"] >= 120, f"the title is squeezed to {heading['width']:.0f}px"
+    # The badge may shorten with an ellipsis, but stays on screen and does not cover the title.
+    assert badge["x"] >= heading["x"] + heading["width"] - 1 or badge["y"] >= heading["y"] + 1
+    assert badge["x"] + badge["width"] <= page.viewport_size["width"]
+    if screen == "phone":
+        assert_fits_a_phone(page)
