@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 from recovery.budget import Budget
 from recovery.clock import Clock
+from recovery.shared_health_wording import deferred_message, shared_hold_too_long_message
 from recovery.taxonomy import CODE_POLICY, Classification, Code, Confidence, Evidence, Klass
 from recovery.wording import (
-    deferred_message,
     exhausted_message,
     failover_message,
     hard_message,
@@ -42,7 +42,6 @@ from recovery.wording import (
     provider_refused_retry_message,
     provider_wait_message,
     retry_message,
-    shared_hold_too_long_message,
     turn_cap_message,
     unclassified_message,
     wait_for_reset_message,

@@ -11,7 +11,7 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery
 from recovery import wording
 from sessions_app import event_types as event_names
 from sessions_app.errors import SessionNotFound
-from sessions_app.ladder.models import RetryNotice
+from sessions_app.ladder.models import AttemptRecord, RetryNotice
 from sessions_app.models import (
     ApiToken,
     Message,
@@ -333,3 +333,9 @@ def events_after(*, session: Session, after_seq: int, limit: int = 500) -> list[
         .values("seq", "type", "payload")[:limit]
     )
     return [{"seq": r["seq"], "event": r["type"], "payload": r["payload"]} for r in rows]
+
+
+def calls_failed(*, generation: PromptGeneration) -> int:
+    """How many provider calls of the generation failed: the retries its answer recovered from
+    (a call the target's shared health held back was never made, and has no record)."""
+    return AttemptRecord.objects.filter(generation=generation).exclude(decision="success").count()

@@ -24,16 +24,17 @@ from recovery.clock import Clock
 from recovery.judge import CallStats, Judgement, call_record, judge
 from recovery.policy import Action, Decision, SharedHold, defer_decision
 from recovery.replay import ReplayFacts
-from recovery.taxonomy import CODE_POLICY, Code, Evidence
-from recovery.wording import (
+from recovery.shared_health_wording import (
     RETRIES_SPACED_OUT,
     shared_hold_reason,
     shared_trouble_reason,
     shared_trouble_wait_reason,
 )
+from recovery.taxonomy import CODE_POLICY, Code, Evidence
 from sessions_app import metrics
 from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import PromptGeneration
+from sessions_app.selectors import calls_failed
 from sessions_app.services.lifecycle.generation import (
     generation_await_retry,
     generation_retry_claim,
@@ -42,7 +43,6 @@ from sessions_app.services.lifecycle.retry_wait import notice_retire_recovered, 
 from sessions_app.services.loops import (
     attempt_number_next,
     attempt_record_write,
-    calls_failed,
     loop_call_succeeded,
     loop_claim,
     loop_create,

@@ -165,12 +165,6 @@ def attempt_number_next(*, generation: PromptGeneration) -> int:
     return AttemptRecord.objects.filter(generation=generation).count() + 1
 
 
-def calls_failed(*, generation: PromptGeneration) -> int:
-    """How many provider calls of the generation failed: the retries its answer recovered from
-    (a call the target's shared health held back was never made, and has no record)."""
-    return AttemptRecord.objects.filter(generation=generation).exclude(decision="success").count()
-
-
 def attempt_record_write(*, generation: PromptGeneration, record: CallRecord) -> None:
     """One record per provider call, success or failure: a structured log line and an admin row
     from the same values. No free text is recorded, so nothing here can carry a secret."""

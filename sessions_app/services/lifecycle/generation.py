@@ -32,9 +32,9 @@ from django.utils import timezone
 from recovery import wording
 from sessions_app import event_types as event_names
 from sessions_app.enqueue import generation_enqueue
-from sessions_app.ladder.models import AttemptRecord, RetryLoop
+from sessions_app.ladder.models import RetryLoop
 from sessions_app.models import Message, PromptGeneration, Session
-from sessions_app.selectors import queue_ahead, queue_dict
+from sessions_app.selectors import calls_failed, queue_ahead, queue_dict
 from sessions_app.services.event_log import event_append
 from sessions_app.services.lifecycle.queued import (
     queue_hold,
@@ -158,11 +158,8 @@ def _answer_mark_recovered(move: Move) -> None:
     retries are the turn's failed calls: a turn that only waited for the target's shared health
     (another session's trouble) made no call that failed, and recovered from nothing."""
     loop = RetryLoop.objects.filter(generation=move.generation).first()
-    if loop is None:
-        return
-    failed_calls = AttemptRecord.objects.filter(generation=move.generation)
-    failed = failed_calls.exclude(decision="success").count()
-    if failed < 1:
+    failed = calls_failed(generation=move.generation) if loop is not None else 0
+    if loop is None or failed < 1:
         return
     answer = (
         Message.objects.filter(generation=move.generation, role=Message.Role.ASSISTANT)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from sessions_app.ladder.models import RetryLoop, RetryNotice
+from sessions_app.ladder.models import AttemptRecord, RetryLoop, RetryNotice
 from sessions_app.models import Message, PromptGeneration, Session, Task
 from sessions_app.services import (
     generation_claim,
@@ -163,6 +163,16 @@ def retry_under_way(generation: PromptGeneration) -> RetryLoop:
         budget={},
         target_name="Mock",
         last_code="provider_overloaded",
+    )
+    # The call that failed, as the ladder records it: the retries an answer recovered from are
+    # the turn's failed calls, not the loop's counter.
+    AttemptRecord.objects.create(
+        session=generation.session,
+        generation=generation,
+        attempt=0,
+        target="Mock",
+        code="provider_overloaded",
+        decision="retry",
     )
     if waiting:
         notice_upsert(loop=loop, **asdict(BANNER))

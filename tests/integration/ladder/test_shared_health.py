@@ -18,7 +18,7 @@ import pytest
 from recovery.budget import Budget
 from recovery.circuit import CircuitState, HealthSettings, Refusal
 from recovery.mock.testing import SplitClock
-from recovery.wording import (
+from recovery.shared_health_wording import (
     RETRIES_SPACED_OUT,
     shared_trouble_reason,
     shared_trouble_wait_reason,
