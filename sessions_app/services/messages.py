@@ -45,7 +45,9 @@ def message_create(
     metadata = storable_json(metadata or {})
     with transaction.atomic():
         tail_id = (
-            Session.objects.select_for_update().values_list("tail_id", flat=True).get(pk=session.pk)
+            Session.objects.select_for_update(no_key=True)
+            .values_list("tail_id", flat=True)
+            .get(pk=session.pk)
         )
         message = Message.objects.create(
             session=session,

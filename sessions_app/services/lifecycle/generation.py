@@ -214,7 +214,7 @@ def _move(
             raise ForbiddenTransition("a generation", source, to)
     with transaction.atomic():
         current = (
-            PromptGeneration.objects.select_for_update()
+            PromptGeneration.objects.select_for_update(no_key=True)
             .filter(pk=generation.pk, state__in=sources)
             .values_list("state", flat=True)
             .first()
