@@ -317,10 +317,13 @@ def on_default_stack(item: pytest.Item) -> bool:
 
 
 def stack_group(item: pytest.Item) -> int:
-    """Where the item runs: the default stack's modules first, then those on the acp_places
-    stack, then the rest in their own order."""
+    """Where the item runs: tests outside tests/e2e first, then the default stack's modules, then
+    those on the acp_places stack, then the rest in their own order. Playwright's sync API keeps an
+    event loop running in the main thread while its browser lives (the whole session once started),
+    and Django refuses database work under a running loop (SynchronousOnlyOperation): a database
+    test that ran after the first browser test failed in django_db_setup."""
     if "tests/e2e/" not in item.nodeid:
-        return 2
+        return -1
     if on_default_stack(item):
         return 0
     return 1 if "acp_places" in getattr(item, "fixturenames", ()) else 2
