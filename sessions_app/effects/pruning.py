@@ -83,7 +83,7 @@ def session_snapshots_prune(*, session_id: int) -> int | None:
     """Prune one session's snapshots and collect its store; the number of rows deleted, or None
     when it was skipped (a generation is active, or the session is gone)."""
     with transaction.atomic():
-        session = Session.objects.select_for_update().filter(pk=session_id).first()
+        session = Session.objects.select_for_update(no_key=True).filter(pk=session_id).first()
         if session is None:
             return None
         active = PromptGeneration.objects.filter(

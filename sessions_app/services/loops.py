@@ -31,7 +31,7 @@ SWEEP_GRACE_S = 5.0
 
 def loop_locked(*, generation: PromptGeneration) -> RetryLoop | None:
     """The generation's loop, locked for this transaction; None before its first retry."""
-    return RetryLoop.objects.select_for_update().filter(generation=generation).first()
+    return RetryLoop.objects.select_for_update(no_key=True).filter(generation=generation).first()
 
 
 def turn_budget(*, loop: RetryLoop | None, target_name: str, turn_started_at: float) -> Budget:
@@ -102,7 +102,7 @@ def loop_postpone(*, loop_id: int, until: float, reason: str) -> RetryLoop | Non
     """Move a waiting loop's next attempt to ``until`` (epoch seconds), banner included, and
     enqueue it for then. None when the loop no longer waits."""
     with transaction.atomic():
-        loop = RetryLoop.objects.select_for_update().filter(pk=loop_id, state=State.WAITING).first()
+        loop = RetryLoop.objects.select_for_update(no_key=True).filter(pk=loop_id, state=State.WAITING).first()
         if loop is None:
             return None
         loop.next_attempt_at = datetime.fromtimestamp(until, tz=UTC)
@@ -142,7 +142,7 @@ def loop_call_succeeded(*, generation: PromptGeneration) -> None:
     ladder of its own (attempts and deadline), the turn cap keeps counting."""
     with transaction.atomic():
         loop = (
-            RetryLoop.objects.select_for_update()
+            RetryLoop.objects.select_for_update(no_key=True)
             .filter(generation=generation, state=State.RUNNING)
             .first()
         )

@@ -66,7 +66,7 @@ def _notice_change(
 ) -> RetryNotice | None:
     """Apply ``change`` (which returns the fields it set) to the loop's live notice under the
     session's lock and tell the viewers; None, writing nothing, when it has none."""
-    session = Session.objects.select_for_update().get(pk=loop.session_id)
+    session = Session.objects.select_for_update(no_key=True).get(pk=loop.session_id)
     notices = RetryNotice.objects.live().filter(session=session, loop=loop)
     if only_waiting:
         notices = notices.filter(loop__state=RetryLoop.State.WAITING)

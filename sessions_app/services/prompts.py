@@ -103,7 +103,7 @@ def _turn_open(
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked = Session.objects.select_for_update(no_key=True).get(pk=session.pk)
         if before_refusal is not None:
             before_refusal(locked)
         _refuse_while_active(session=locked, retry_waiting=sends_new_text)
@@ -302,7 +302,7 @@ def session_stop(*, session: Session, user: User) -> PromptGeneration | None:
         raise SessionNotFound(session.pk)
     with transaction.atomic():
         generation = (
-            PromptGeneration.objects.select_for_update()
+            PromptGeneration.objects.select_for_update(no_key=True)
             .filter(session=session, state__in=PromptGeneration.ACTIVE_STATES)
             .order_by("-number")
             .first()
@@ -332,7 +332,7 @@ def retry_cancel(*, session_id: int, user: User) -> list[str]:
     if session is None or not user_may_view(user=user, session=session):
         return []
     with transaction.atomic():
-        Session.objects.select_for_update().get(pk=session.pk)
+        Session.objects.select_for_update(no_key=True).get(pk=session.pk)
         if not retry_loops_cancel(session_id=session.pk):
             return []
     return [str(action) for action in RECOVERY_ACTIONS]

@@ -151,7 +151,7 @@ def session_target_set(*, session: Session, user: User, target: ProviderTarget) 
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked = Session.objects.select_for_update(no_key=True).get(pk=session.pk)
         # The superseded generation settles the session idle; a card needing attention is
         # announced again, so every viewer's names the new target, and Resume now runs on it.
         generation_supersede_waiting(session=locked)

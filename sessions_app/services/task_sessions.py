@@ -100,7 +100,7 @@ def task_reopen(*, task: Task) -> Task:
     """Take the task out of Done: it shows what its sessions say again (working while one works,
     needing attention while one does, else open)."""
     with transaction.atomic():
-        locked = Task.objects.select_for_update().get(pk=task.pk)
+        locked = Task.objects.select_for_update(no_key=True).get(pk=task.pk)
         states = set(Session.objects.filter(task_id=task.pk).values_list("state", flat=True))
         locked.status = task_status_of(states)
         Task.objects.filter(pk=task.pk).update(status=locked.status, updated_at=timezone.now())

@@ -55,7 +55,7 @@ def version_show(*, session: Session, user: User, message_id: int) -> None:
     if not user_may_view(user=user, session=session):
         raise SessionNotFound(session.pk)
     with transaction.atomic():
-        locked = Session.objects.select_for_update().get(pk=session.pk)
+        locked = Session.objects.select_for_update(no_key=True).get(pk=session.pk)
         if PromptGeneration.objects.filter(
             session=locked, state__in=PromptGeneration.ACTIVE_STATES
         ).exists():

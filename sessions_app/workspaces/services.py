@@ -118,7 +118,7 @@ def _worktree_ensure(task_id: int) -> Path | None:
     with transaction.atomic():
         # Locked while git makes the worktree, so two first turns never both add it.
         workspace = (
-            TaskWorkspace.objects.select_for_update()
+            TaskWorkspace.objects.select_for_update(no_key=True)
             .select_related("project")
             .filter(task_id=task_id)
             .first()

@@ -335,7 +335,7 @@ def generation_supersede_waiting(*, session: Session) -> PromptGeneration | None
     loop is disarmed and its banner retired, so the old retry can never fire."""
     with transaction.atomic():
         waiting = (
-            PromptGeneration.objects.select_for_update()
+            PromptGeneration.objects.select_for_update(no_key=True)
             .filter(session=session, state=State.WAITING_RETRY)
             .first()
         )
@@ -356,7 +356,7 @@ def retry_loops_cancel(*, session_id: int) -> list[RetryLoop]:
     within a poll, and its late end is refused by the state machine. Returns the loops."""
     with transaction.atomic():
         loops = list(
-            RetryLoop.objects.select_for_update().filter(
+            RetryLoop.objects.select_for_update(no_key=True).filter(
                 session_id=session_id, state__in=RetryLoop.LIVE_STATES
             )
         )

@@ -102,7 +102,7 @@ def notice_upsert(
 
 
 def _notice_write(*, loop: RetryLoop, fields: dict) -> RetryNotice | None:
-    session = Session.objects.select_for_update().get(pk=loop.session_id)
+    session = Session.objects.select_for_update(no_key=True).get(pk=loop.session_id)
     if not RetryLoop.objects.filter(pk=loop.pk, state__in=RetryLoop.LIVE_STATES).exists():
         return None
     existing = list(
@@ -132,7 +132,7 @@ def notices_retire(*, session_id: int, reason: str, by: RetryLoop | None = None)
     """
     try:
         with transaction.atomic():
-            session = Session.objects.select_for_update().get(pk=session_id)
+            session = Session.objects.select_for_update(no_key=True).get(pk=session_id)
             ids = list(
                 RetryNotice.objects.live().filter(session=session).values_list("id", flat=True)
             )
@@ -195,7 +195,7 @@ def generation_loop_end(*, generation_id: int, state: str) -> None:
     """The generation ended: end its loop, if one is still live, in ``state``."""
     with transaction.atomic():
         loop = (
-            RetryLoop.objects.select_for_update()
+            RetryLoop.objects.select_for_update(no_key=True)
             .filter(generation_id=generation_id, state__in=RetryLoop.LIVE_STATES)
             .first()
         )
@@ -209,7 +209,7 @@ def session_loops_end(*, session_id: int, state: str = LoopState.DISARMED) -> li
     never survives. Returns the loops ended."""
     with transaction.atomic():
         loops = list(
-            RetryLoop.objects.select_for_update().filter(
+            RetryLoop.objects.select_for_update(no_key=True).filter(
                 session_id=session_id, state__in=RetryLoop.LIVE_STATES
             )
         )
