@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Max, Sum
+from django.db.models import Exists, Max, OuterRef, Sum
 from django.db.models.functions import Length
 from django.utils import timezone
 
@@ -44,9 +44,12 @@ def message_create(
     text = storable_text(text)
     metadata = storable_json(metadata or {})
     with transaction.atomic():
-        tail_id = (
+        # The tail and whether it has a row below it already, in the lock's one round trip: the
+        # sibling query below runs only for a version (or a session's first rows, a NULL tail).
+        tail_id, versioned = (
             Session.objects.select_for_update(no_key=True)
-            .values_list("tail_id", flat=True)
+            .annotate(versioned=Exists(Message.objects.filter(parent_id=OuterRef("tail_id"))))
+            .values_list("tail_id", "versioned")
             .get(pk=session.pk)
         )
         message = Message.objects.create(
@@ -60,10 +63,14 @@ def message_create(
         )
         Session.objects.filter(pk=session.pk).update(tail=message)
         message._streamed = _Streamed(length=len(text), next_position=1)
-        siblings = list(
-            Message.objects.filter(session=session, parent_id=tail_id)
-            .exclude(pk=message.pk)
-            .select_related("session", "generation")
+        siblings = (
+            list(
+                Message.objects.filter(session=session, parent_id=tail_id)
+                .exclude(pk=message.pk)
+                .select_related("session", "generation")
+            )
+            if versioned or tail_id is None
+            else []
         )
         if siblings:
             _versions_label(rows=[*siblings, message])
