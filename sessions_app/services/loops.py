@@ -102,7 +102,8 @@ def loop_postpone(*, loop_id: int, until: float, reason: str) -> RetryLoop | Non
     """Move a waiting loop's next attempt to ``until`` (epoch seconds), banner included, and
     enqueue it for then. None when the loop no longer waits."""
     with transaction.atomic():
-        loop = RetryLoop.objects.select_for_update(no_key=True).filter(pk=loop_id, state=State.WAITING).first()
+        waiting = RetryLoop.objects.filter(pk=loop_id, state=State.WAITING)
+        loop = waiting.select_for_update(no_key=True).first()
         if loop is None:
             return None
         loop.next_attempt_at = datetime.fromtimestamp(until, tz=UTC)
