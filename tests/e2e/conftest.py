@@ -25,7 +25,7 @@ from django.conf import settings
 
 from devtools import processes
 from devtools.browser import CHROMIUM, CHROMIUM_ARGS
-from devtools.testbed import ROOT, database_create, database_drop, free_port
+from devtools.testbed import ROOT, database_drop, database_migrated, free_port
 from kandev_web.env import env_str
 from tests.integration.web.processes import celery_worker
 
@@ -200,7 +200,6 @@ def running_stack(stack_settings: dict[str, str] | None = None) -> Iterator[Stac
     queue = os.environ.get("KANDEV_CELERY_QUEUE", "kandev") + "_e2e"
     env = {
         **os.environ,
-        "DATABASE_URL": database_create(base_db, db_name),
         "KANDEV_MOCK_PROVIDER_URL": f"http://127.0.0.1:{mock_port}",
         "KANDEV_CELERY_QUEUE": queue,
         "KANDEV_CHANNEL_PREFIX": os.environ.get("KANDEV_CHANNEL_PREFIX", "kandev") + "_e2e",
@@ -218,13 +217,7 @@ def running_stack(stack_settings: dict[str, str] | None = None) -> Iterator[Stac
     }
     with ExitStack() as cleanup:
         cleanup.callback(database_drop, base_db, db_name)
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            timeout=180,
-        )
+        env["DATABASE_URL"] = database_migrated(base_db, db_name, env)
         subprocess.run(
             [sys.executable, "manage.py", "shell", "-c", SETUP_CODE],
             cwd=ROOT,

@@ -26,7 +26,7 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from devtools import processes
-from devtools.testbed import ROOT, database_create, database_drop, free_port
+from devtools.testbed import ROOT, database_drop, database_migrated, free_port
 from kandev_web.env import env_str
 from tests.e2e.conftest import DESKTOP, LOG_DIR, SETUP_CODE, Stack, logged_in_page
 
@@ -102,15 +102,18 @@ def site() -> Iterator[Site]:
     db_name = os.environ.get("KANDEV_TEST_DB_NAME", "test_kandev") + "_e2e_static"
     env = {
         **os.environ,
-        "DATABASE_URL": database_create(base_db, db_name),
         "KANDEV_CHANNEL_PREFIX": os.environ.get("KANDEV_CHANNEL_PREFIX", "kandev") + "_e2e",
         "DEBUG": "false",
     }
     try:
-        for args in (["migrate", "--noinput", "-v", "0"], ["shell", "-c", SETUP_CODE]):
-            subprocess.run(
-                [sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, timeout=180
-            )
+        env["DATABASE_URL"] = database_migrated(base_db, db_name, env)
+        subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", SETUP_CODE],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            timeout=180,
+        )
         LOG_DIR.mkdir(parents=True, exist_ok=True)
         yield Site(env)
     finally:
